@@ -1,0 +1,51 @@
+# The two commands a new user runs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+SRC    := histstore plumbing porcelain
+
+.PHONY: demo test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+# Build a demo store in a temporary folder from the sample the repo ships,
+# then read it back like git.
+demo: $(STAMP)
+	@set -e; tmp=$$(mktemp -d); export HISTORY_DIR=$$tmp/store; \
+	echo "# demo store in $$tmp/store"; \
+	$(BIN)/hs init; \
+	$(BIN)/hs import demo/claude-projects; \
+	echo; echo '$$ hs log -n 5'; $(BIN)/hs log -n 5; \
+	last=$$($(BIN)/hs log -n 1 --json | $(BIN)/python -c 'import json,sys; print(json.loads(sys.stdin.readline())["turn_id"])'); \
+	echo; echo "\$$ hs show $$last"; $(BIN)/hs show $$last; \
+	echo; echo '$$ hs status'; $(BIN)/hs status
+
+lint: $(STAMP)
+	$(BIN)/ruff check $(SRC) tests
+	$(BIN)/ruff format --check $(SRC) tests
+
+# mypy cannot follow the package-dir mapping of an editable install, so it checks
+# a tree of symlinks laid out as the installed package is.
+typecheck: $(STAMP)
+	@rm -rf build/typecheck && mkdir -p build/typecheck
+	@cp -rs $(CURDIR)/histstore build/typecheck/histstore
+	@cp -rs $(CURDIR)/plumbing build/typecheck/histstore/plumbing
+	@cp -rs $(CURDIR)/porcelain build/typecheck/histstore/porcelain
+	cd build/typecheck && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml --cache-dir $(CURDIR)/build/mypy-cache histstore
+
+unit: $(STAMP)
+	$(BIN)/pytest
+
+test: lint typecheck unit
+
+bench: $(STAMP)
+	@command -v rg >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq ripgrep) || echo "ripgrep not installed: rg comparisons will be skipped"
+	$(BIN)/pytest tests/bench -p no:randomly --benchmark-enable --benchmark-only --benchmark-columns=min,median,mean,max,rounds -s
+
+clean:
+	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache .benchmarks

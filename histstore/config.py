@@ -1,0 +1,75 @@
+"""``config.toml``: the store's format version, its id and its settings.
+
+Read with tomllib, written with tomli-w through the one atomic write path.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+import uuid
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from .errors import BadInput, NoStore, UnsupportedStore
+from .fsutil import atomic_write
+from .refs import now_rfc3339
+
+FORMAT_VERSION = 1
+CONFIG_NAME = "config.toml"
+
+
+def default_store_path() -> Path:
+    """``--store``, else ``$HISTORY_DIR``, else the platform data directory."""
+    env = os.environ.get("HISTORY_DIR")
+    if env:
+        return Path(env).expanduser()
+    home = Path.home()
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "histstore"
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(home / "AppData" / "Local")
+        return Path(base) / "histstore"
+    xdg = os.environ.get("XDG_DATA_HOME")
+    return (Path(xdg) if xdg else home / ".local" / "share") / "histstore"
+
+
+def new_config() -> dict[str, Any]:
+    return {
+        "store": {"format": FORMAT_VERSION, "id": str(uuid.uuid4()), "created": now_rfc3339()},
+        "redact": {"patterns": []},
+    }
+
+
+def write_config(root: Path, config: dict[str, Any]) -> None:
+    atomic_write(root / CONFIG_NAME, tomli_w.dumps(config).encode("utf-8"))
+
+
+def read_config(root: Path) -> dict[str, Any]:
+    path = root / CONFIG_NAME
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise NoStore(
+            f"no store at {root}", hint="create one with `hs init`, or point --store at it"
+        ) from None
+    except NotADirectoryError:
+        raise NoStore(f"no store at {root}: it is not a directory") from None
+    try:
+        config = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise BadInput(f"{path} is not valid TOML: {e}", hint="fix or restore the file") from None
+    version = config.get("store", {}).get("format")
+    if version != FORMAT_VERSION:
+        raise UnsupportedStore(
+            f"the store at {root} has format version {version!r}; "
+            f"this hs reads version {FORMAT_VERSION}",
+            hint="use the hs release that wrote it, or upgrade hs",
+        )
+    patterns = config.get("redact", {}).get("patterns", [])
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise BadInput(f"{path}: [redact] patterns must be a list of strings")
+    return config

@@ -1,0 +1,85 @@
+"""Typed errors. The library raises these; the CLI maps each to one line and an exit code.
+
+Exit codes are part of the interface (documented in docs/cli.md):
+
+==  ===========================================================
+0   success
+1   a failure not covered below (HistError)
+2   bad input: a malformed argument, id, ref name or record
+3   no store at the path, or a store of an unknown format version
+4   not found: no object, turn, session or ref matches
+5   conflict: a compare-and-swap lost, or the operation cannot apply
+6   locked: another writer holds the store lock past the timeout
+7   corrupt: an object or file failed verification
+==  ===========================================================
+"""
+
+from __future__ import annotations
+
+
+class HistError(Exception):
+    """Base of every error the library raises on purpose."""
+
+    exit_code = 1
+    #: a short stable name, used by plumbing's JSON output
+    code = "error"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class BadInput(HistError):
+    exit_code = 2
+    code = "bad-input"
+
+
+class NoStore(HistError):
+    exit_code = 3
+    code = "no-store"
+
+
+class UnsupportedStore(NoStore):
+    code = "unsupported-store"
+
+
+class NotFound(HistError):
+    exit_code = 4
+    code = "not-found"
+
+
+class Ambiguous(BadInput):
+    code = "ambiguous"
+
+    def __init__(self, message: str, candidates: list[str], *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.candidates = candidates
+
+
+class Conflict(HistError):
+    exit_code = 5
+    code = "conflict"
+
+
+class Locked(HistError):
+    exit_code = 6
+    code = "locked"
+
+
+class CorruptObject(HistError):
+    exit_code = 7
+    code = "corrupt"
+
+    def __init__(self, object_id: str, reason: str) -> None:
+        super().__init__(f"object {object_id} is corrupt: {reason}")
+        self.object_id = object_id
+        self.reason = reason
+
+
+class CorruptStore(HistError):
+    exit_code = 7
+    code = "corrupt"

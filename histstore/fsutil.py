@@ -1,0 +1,63 @@
+"""The two write paths of the store (CONVENTIONS 1).
+
+* :func:`atomic_write`: every file the store writes whole goes through it — a temp
+  file in the same directory, write, fsync, rename over the target, fsync the
+  directory. A reader sees the old bytes or the new bytes, never a mix.
+* :func:`append_line`: every append to a log goes through it, under the store lock.
+  A torn last line left by a crash is closed with a newline first, so it stays a
+  single (unparseable, reported) line instead of corrupting the next entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - some filesystems refuse fsync on directories
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes, *, sync: bool = True, sync_dir: bool = True) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        if sync:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    if sync and sync_dir:
+        fsync_dir(path.parent)
+
+
+def append_line(path: Path, line: bytes) -> None:
+    """Append one line (``line`` must not contain a newline) and fsync."""
+    if b"\n" in line:
+        raise ValueError("a log line must not contain a newline")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        prefix = b""
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            prefix = b"\n"  # close a torn last line left by a crash
+        os.write(fd, prefix + line + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,161 @@
+"""Reading history back: turns newest first, one turn in full, ids by prefix."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .errors import Ambiguous, BadInput, NotFound
+from .objects import is_id_prefix
+from .store import SessionRev, Store, TurnEntry
+from .turn import format_time, parse_time
+
+_SINCE = re.compile(r"^(\d+)\s*(h|d|w|m|y)$")
+_UNITS = {
+    "h": timedelta(hours=1),
+    "d": timedelta(days=1),
+    "w": timedelta(weeks=1),
+    "m": timedelta(days=30),
+    "y": timedelta(days=365),
+}
+
+
+def parse_since(text: str, now: datetime | None = None) -> str:
+    """``2w``, ``3d``, ``12h``, ``1m`` (30 days), ``1y``, or a date/time -> RFC 3339 UTC."""
+    t = text.strip().lower()
+    m = _SINCE.match(t)
+    if m:
+        now = now or datetime.now(UTC)
+        return format_time(now - int(m.group(1)) * _UNITS[m.group(2)])
+    try:
+        if re.match(r"^\d{4}-\d{2}-\d{2}$", t):
+            return format_time(datetime.fromisoformat(t).replace(tzinfo=UTC))
+        return format_time(parse_time(text))
+    except (BadInput, ValueError):
+        raise BadInput(
+            f"--since {text!r} is not a time",
+            hint="use a span like 2w, 3d, 12h, 1m, or a date like 2026-01-31",
+        ) from None
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    entry: TurnEntry
+    session: SessionRev
+
+    @property
+    def turn_id(self) -> str:
+        return self.entry.turn_id
+
+
+def log_entries(
+    store: Store,
+    *,
+    session: str | None = None,
+    project: str | None = None,
+    since: str | None = None,
+) -> list[LogEntry]:
+    """Every current turn matching the filters, newest first."""
+    if session is not None:
+        sessions = [store.session(resolve_session(store, session))]
+    else:
+        sessions = list(store.sessions())
+    out = []
+    for s in sessions:
+        if project is not None and s.project != project:
+            continue
+        for t in s.turns:
+            if since is not None and t.asked_at < since:
+                continue
+            out.append(LogEntry(t, s))
+    out.sort(key=lambda e: (e.entry.asked_at, e.entry.turn_id), reverse=True)
+    return out
+
+
+def load_turn(store: Store, object_id: str) -> dict[str, Any]:
+    turn: dict[str, Any] = store.get_json(object_id, "turn")
+    return turn
+
+
+def blob_text(store: Store, ref: Any) -> Any:
+    """A value as the agent wrote it: a {"blob": id} reference read back as text."""
+    if isinstance(ref, dict) and isinstance(ref.get("blob"), str):
+        return store.get_blob(ref["blob"]).decode("utf-8", errors="replace")
+    return ref
+
+
+def expand_turn(store: Store, turn: dict[str, Any]) -> dict[str, Any]:
+    """The turn with every blob reference in its steps replaced by its text."""
+    out = dict(turn)
+    out["steps"] = [
+        {k: blob_text(store, v) if k in ("output", "data") else v for k, v in step.items()}
+        for step in turn.get("steps") or []
+    ]
+    return out
+
+
+def raw_records(store: Store, turn: dict[str, Any]) -> list[str]:
+    raw = turn.get("raw")
+    if not raw:
+        return []
+    text = store.get_blob(raw["blob"]).decode("utf-8")
+    return text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
+
+
+def resolve_session(store: Store, text: str) -> str:
+    refs = store.session_refs()
+    if text in refs:
+        return text
+    found = [s for s in refs if s.startswith(text)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise NotFound(f"no session matches {text!r}", hint="see the sessions with `hs log`")
+    raise Ambiguous(f"session prefix {text!r} is ambiguous", found[:10])
+
+
+@dataclass(frozen=True)
+class Resolved:
+    kind: str  # "turn" | "session" | "object"
+    id: str
+    session: SessionRev | None = None
+    entry: TurnEntry | None = None
+
+
+def resolve(store: Store, text: str) -> Resolved:
+    """A turn id, a session id or an object id, whole or as a unique prefix."""
+    text = text.strip()
+    if not text:
+        raise BadInput("empty id")
+    turn_hits: list[Resolved] = []
+    session_hits: list[Resolved] = []
+    for s in store.sessions():
+        if s.session_id == text:
+            return Resolved("session", s.session_id, s)
+        if s.session_id.startswith(text):
+            session_hits.append(Resolved("session", s.session_id, s))
+        for t in s.turns:
+            if t.turn_id == text:
+                return Resolved("turn", t.turn_id, s, t)
+            if t.turn_id.startswith(text):
+                turn_hits.append(Resolved("turn", t.turn_id, s, t))
+    object_hits: list[Resolved] = []
+    if is_id_prefix(text.lower()):
+        object_hits = [
+            Resolved("object", i) for i in sorted(set(store.objects.find_prefix(text.lower())))
+        ]
+    hits = turn_hits + session_hits + object_hits
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise NotFound(
+            f"no turn, session or object matches {text!r}",
+            hint="see turn and session ids with `hs log`",
+        )
+    raise Ambiguous(
+        f"{text!r} is ambiguous ({len(hits)} matches)",
+        [f"{h.kind} {h.id}" for h in hits[:10]],
+        hint="give more characters of the id",
+    )

@@ -1,0 +1,279 @@
+"""Import: parse session files, store their turns, move session refs in one operation.
+
+The pipeline (docs/architecture.md, "Import"):
+
+1. Parse each file with its importer (streaming, line by line). Every turn is put
+   in its stored form (:func:`stored_turn`) and hashed; a turn whose object the
+   session already lists is skipped, so importing the same files again adds
+   nothing and records no operation, and a grown file adds only its new turns.
+2. New objects go into one pack (:class:`histstore.objectstore.Batch`), made
+   durable with one fsync before any ref points at them.
+3. Under the store lock, each touched session gets a new revision (its turns
+   merged by turn id: a turn recorded again with new content replaces the old in
+   the new revision; the old stays reachable through the parent revision), and
+   all session refs move in one compare-and-swap operation in the refs log.
+
+Parsing happens outside the lock, so a long import does not block ``hs record``;
+if another writer moved a session meanwhile, that session is re-merged under the
+lock against its current revision, so two importers at once lose nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import BadInput
+from .importers import Problem, SessionMeta, claude_code, turns_jsonl
+from .importers.detect import expand
+from .objects import canonical_json
+from .objectstore import Batch
+from .refs import Operation, RefChange, check_component
+from .store import SESSION_PREFIX, SessionRev, Store, TurnEntry
+from .turn import BLOB_THRESHOLD, Turn
+
+PARSERS = {"turns": turns_jsonl.parse_file, "claude-code": claude_code.parse_file}
+
+Progress = Callable[[int], None]
+
+
+def stored_turn(put: Callable[[str, bytes], str], turn: Turn) -> dict[str, Any]:
+    """The turn as its object holds it: the raw records become one blob, and any
+    step output or image larger than BLOB_THRESHOLD bytes a blob of its own, so
+    the same large output is stored once however often it was read."""
+    out = dict(turn)
+    raw = turn.get("raw") or []
+    if raw:
+        data = ("\n".join(raw) + "\n").encode("utf-8")
+        out["raw"] = {"blob": put("blob", data), "lines": len(raw), "size": len(data)}
+    else:
+        out["raw"] = None
+    steps = []
+    for step in turn.get("steps") or []:
+        s = dict(step)
+        for key in ("output", "data"):
+            value = s.get(key)
+            if isinstance(value, str):
+                data = value.encode("utf-8")
+                if len(data) > BLOB_THRESHOLD:
+                    s[key] = {"blob": put("blob", data), "size": len(data)}
+        steps.append(s)
+    out["steps"] = steps
+    return out
+
+
+def put_turn(put: Callable[[str, bytes], str], turn: Turn) -> str:
+    return put("turn", canonical_json(stored_turn(put, turn)))
+
+
+@dataclass
+class SessionWork:
+    session_id: str
+    project: str | None = None
+    agent: str | None = None
+    title: str | None = None
+    turns: dict[str, TurnEntry] = field(default_factory=dict)
+
+
+@dataclass
+class ImportReport:
+    files: int = 0
+    files_skipped: list[tuple[str, str]] = field(default_factory=list)
+    turns_added: int = 0
+    turns_revised: int = 0
+    turns_unchanged: int = 0
+    sessions_added: int = 0
+    sessions_updated: int = 0
+    sessions_unchanged: int = 0
+    objects_written: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    operation: Operation | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "files_skipped": [{"file": f, "reason": r} for f, r in self.files_skipped],
+            "turns_added": self.turns_added,
+            "turns_revised": self.turns_revised,
+            "turns_unchanged": self.turns_unchanged,
+            "sessions_added": self.sessions_added,
+            "sessions_updated": self.sessions_updated,
+            "sessions_unchanged": self.sessions_unchanged,
+            "objects_written": self.objects_written,
+            "problems": [
+                {"file": p.file, "line": p.line, "message": p.message} for p in self.problems
+            ],
+            "operation": self.operation.op if self.operation else None,
+        }
+
+
+class Importer:
+    """Collects turns into sessions and commits them as one operation."""
+
+    def __init__(self, store: Store, command: str) -> None:
+        self.store = store
+        self.command = command
+        self.report = ImportReport()
+        self.work: dict[str, SessionWork] = {}
+        self._known: dict[str, dict[str, str]] = {}  # session -> turn_id -> object id
+
+    def _known_turns(self, session_id: str) -> dict[str, str]:
+        known = self._known.get(session_id)
+        if known is None:
+            rev = self.store.session_ref(session_id)
+            known = {}
+            if rev is not None:
+                known = {t.turn_id: t.object for t in self.store.load_session(rev).turns}
+            self._known[session_id] = known
+        return known
+
+    def _session(self, session_id: str) -> SessionWork:
+        w = self.work.get(session_id)
+        if w is None:
+            check_component(session_id, "session id")
+            w = self.work[session_id] = SessionWork(session_id)
+        return w
+
+    def add_meta(self, meta: SessionMeta) -> None:
+        try:
+            w = self._session(meta.session_id)
+        except BadInput as e:
+            self.report.problems.append(Problem("-", 0, e.message))
+            return
+        if meta.title and not w.title:
+            w.title = meta.title
+        if meta.project and not w.project:
+            w.project = meta.project
+
+    def add_turn(self, batch: Batch, turn: Turn, where: tuple[str, int]) -> None:
+        try:
+            check_component(turn["turn_id"], "turn id")
+            w = self._session(turn["session_id"])
+        except BadInput as e:
+            self.report.problems.append(Problem(where[0], where[1], e.message))
+            return
+        known = self._known_turns(w.session_id)
+        object_id = put_turn(batch.put, turn)
+        previous = w.turns.get(turn["turn_id"])
+        if previous is not None and previous.object == object_id:
+            return
+        w.turns[turn["turn_id"]] = TurnEntry(
+            turn["turn_id"], object_id, turn["asked_at"], turn.get("subagent")
+        )
+        if w.project is None and not turn.get("subagent"):
+            w.project = turn["project"]
+        if w.agent is None:
+            w.agent = turn.get("agent")
+        old = known.get(turn["turn_id"])
+        if old == object_id:
+            self.report.turns_unchanged += 1
+        elif old is None:
+            self.report.turns_added += 1
+        else:
+            self.report.turns_revised += 1
+
+    def _merge(self, w: SessionWork, base_rev: str | None) -> SessionRev | None:
+        """The new revision of a session, or None when nothing changed."""
+        base = self.store.load_session(base_rev) if base_rev else None
+        turns = {t.turn_id: t for t in base.turns} if base else {}
+        changed = False
+        for tid, entry in w.turns.items():
+            if turns.get(tid) != entry:
+                turns[tid] = entry
+                changed = True
+        project = (base.project if base else None) or w.project or ""
+        agent = (base.agent if base else None) or w.agent or "unknown"
+        title = w.title or (base.title if base else None)
+        if base is not None and title != base.title:
+            changed = True
+        if base is not None and not changed:
+            return None
+        if base is None and not turns:
+            return None  # a session with no turn at all is not worth a ref
+        ordered = sorted(turns.values(), key=lambda t: (t.asked_at, t.turn_id))
+        return SessionRev(w.session_id, project, agent, title, ordered, parent=base_rev)
+
+    def commit(self, batch: Batch) -> Operation | None:
+        """Under the lock: merge each touched session against its current revision,
+        make every new object durable (one fsync), then move the session refs in
+        one compare-and-swap operation."""
+        store = self.store
+        with store.lock():
+            changes: list[RefChange] = []
+            for sid, w in self.work.items():
+                current = store.session_ref(sid)
+                rev = self._merge(w, current)
+                if rev is None:
+                    if current is not None:
+                        self.report.sessions_unchanged += 1
+                    continue
+                new = batch.put("session", canonical_json(rev.as_json()))
+                changes.append(RefChange(SESSION_PREFIX + sid, current, new))
+                if current:
+                    self.report.sessions_updated += 1
+                else:
+                    self.report.sessions_added += 1
+            self.report.objects_written += batch.count
+            batch.commit()
+            op = store.apply(changes, self.command, extra={"kind": "import"})
+        self.report.operation = op
+        return op
+
+
+def import_paths(
+    store: Store,
+    paths: Iterable[Path],
+    *,
+    fmt: str | None = None,
+    command: str = "hs import",
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Import files and folders; per-line problems are reported, the rest imports."""
+    files = expand(list(paths), fmt)
+    imp = Importer(store, command)
+    with store.objects.batch() as batch:
+        for path, f in files:
+            if f is None:
+                imp.report.files_skipped.append((str(path), "format not recognised"))
+                if progress:
+                    progress(_size(path))
+                continue
+            imp.report.files += 1
+            try:
+                for item in PARSERS[f](path, store.redactor):
+                    if isinstance(item, Problem):
+                        imp.report.problems.append(item)
+                    elif isinstance(item, SessionMeta):
+                        imp.add_meta(item)
+                    else:
+                        src = item.get("source") or {}
+                        imp.add_turn(batch, item, (str(path), int(src.get("line") or 0)))
+            except OSError as e:
+                imp.report.problems.append(Problem(str(path), 0, f"cannot read: {e.strerror}"))
+            if progress:
+                progress(_size(path))
+        imp.commit(batch)
+    return imp.report
+
+
+def record_turn(store: Store, record: Any, command: str = "hs record") -> tuple[str, ImportReport]:
+    """Store one turn given as a JSON-able record (``hs record``); (turn id, report)."""
+    turn = turns_jsonl.parse_record(record, store.redactor)
+    if turn.get("source") is None:
+        turn["source"] = {"format": "record"}
+    imp = Importer(store, command)
+    with store.objects.batch() as batch:
+        imp.add_turn(batch, turn, ("<stdin>", 1))
+        if imp.report.problems:
+            raise BadInput(imp.report.problems[0].message)
+        imp.commit(batch)
+    return turn["turn_id"], imp.report
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

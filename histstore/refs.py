@@ -1,0 +1,319 @@
+"""Refs and the refs log (the operation log).
+
+A ref is a name (``sessions/<session-id>``, later ``memory/<scope>``,
+``overlay/<target>``, ``remotes/<name>/...``) pointing at an object id. Each ref is
+one file ``refs/<name>`` holding ``<id>\\n``.
+
+Every change goes through :meth:`RefStore.apply`, under the store lock:
+
+1. compare-and-swap: every change names the value it expects; any mismatch
+   raises :class:`Conflict` and nothing is written;
+2. the operation is appended to ``refs.log`` as one JSON line holding all its
+   ref changes (old -> new), its time, its command and its parent operation, and
+   fsynced — this is the commit point (a write-ahead record);
+3. the ref files are written, then ``refs.applied`` records the operation id.
+
+A crash between 2 and 3 leaves an operation logged but not (fully) applied; the
+next writer, or ``hs fsck --repair``, rolls it forward from the log, so no
+acknowledged change is lost. Readers never take the lock: a ref file is replaced
+atomically, and a torn last log line is skipped (and reported by fsck).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from .errors import BadInput, Conflict, CorruptStore
+from .fsutil import append_line, atomic_write, fsync_dir
+from .objects import canonical_json, is_object_id
+
+_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+=-]*$")
+MAX_COMPONENT = 128
+MAX_NAME = 255
+NAMESPACES = ("sessions", "memory", "overlay", "remotes", "heads")
+
+
+def check_component(text: str, what: str = "id") -> str:
+    """Validate one id from outside that becomes part of a ref name or path.
+
+    Ids can never escape the store or forge a ref: no ``/`` or ``\\``, no ``..``,
+    no leading dot, no NUL or control characters, no spaces, at most 128 chars.
+    """
+    if not isinstance(text, str) or not text:
+        raise BadInput(f"empty {what}")
+    shown = text[:60].encode("unicode_escape").decode("ascii")
+    if len(text) > MAX_COMPONENT:
+        raise BadInput(f"{what} is too long ({len(text)} characters, at most {MAX_COMPONENT})")
+    if ".." in text or text.endswith(".lock") or not _COMPONENT.match(text):
+        raise BadInput(
+            f"{what} {shown!r} is not allowed",
+            hint="ids may hold letters, digits and . _ @ + = - (no '/', '..', spaces or controls)",
+        )
+    return text
+
+
+def check_ref_name(name: str) -> str:
+    if not isinstance(name, str) or not name or len(name) > MAX_NAME:
+        raise BadInput(f"bad ref name {str(name)[:60]!r}: 1 to {MAX_NAME} characters")
+    parts = name.split("/")
+    if len(parts) < 2 or parts[0] not in NAMESPACES:
+        raise BadInput(
+            f"bad ref name {name[:60]!r}",
+            hint=f"a ref name is <namespace>/<id>, the namespace one of {', '.join(NAMESPACES)}",
+        )
+    for part in parts:
+        check_component(part, "ref name component")
+    return name
+
+
+@dataclass(frozen=True)
+class RefChange:
+    ref: str
+    old: str | None
+    new: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"ref": self.ref, "old": self.old, "new": self.new}
+
+
+@dataclass
+class Operation:
+    op: str
+    time: str
+    command: str
+    changes: list[RefChange]
+    parent: str | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "op": self.op,
+            "time": self.time,
+            "command": self.command,
+            "parent": self.parent,
+            "changes": [c.as_json() for c in self.changes],
+        }
+        if self.extra:
+            d["extra"] = self.extra
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Operation:
+        return cls(
+            op=d["op"],
+            time=d["time"],
+            command=d["command"],
+            parent=d.get("parent"),
+            changes=[RefChange(c["ref"], c.get("old"), c.get("new")) for c in d["changes"]],
+            extra=d.get("extra") or {},
+        )
+
+
+def one_line(text: str, limit: int = 1000) -> str:
+    """Collapse whitespace so nothing can forge a log entry or a second line."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def now_rfc3339() -> str:
+    t = datetime.now(UTC)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+@dataclass
+class LogLine:
+    lineno: int
+    op: Operation | None
+    error: str | None = None
+
+
+class RefStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.refs_dir = root / "refs"
+        self.log_path = root / "refs.log"
+        self.applied_path = root / "refs.applied"
+
+    # ---------------------------------------------------------------- reading
+
+    def _path(self, name: str) -> Path:
+        return self.refs_dir.joinpath(*check_ref_name(name).split("/"))
+
+    def read(self, name: str) -> str | None:
+        try:
+            value = self._path(name).read_text("ascii").strip()
+        except FileNotFoundError:
+            return None
+        except UnicodeDecodeError:
+            raise CorruptStore(f"ref {name} does not hold an object id") from None
+        if not is_object_id(value):
+            raise CorruptStore(f"ref {name} does not hold an object id")
+        return value
+
+    def list_refs(self, prefix: str = "") -> dict[str, str]:
+        """Every ref whose name starts with ``prefix`` -> its id, sorted by name."""
+        out: dict[str, str] = {}
+        base = self.refs_dir
+        if not base.is_dir():
+            return out
+        for dirpath, _dirs, files in os.walk(base):
+            for fname in files:
+                if fname.startswith("."):
+                    continue  # a temp file of an atomic write
+                rel = os.path.relpath(os.path.join(dirpath, fname), base).replace(os.sep, "/")
+                if not rel.startswith(prefix):
+                    continue
+                with contextlib.suppress(FileNotFoundError):
+                    value = (Path(dirpath) / fname).read_text("ascii").strip()
+                    out[rel] = value
+        return dict(sorted(out.items()))
+
+    def read_log(self) -> Iterator[LogLine]:
+        """Every line of the refs log, oldest first; bad lines come with an error."""
+        try:
+            f = open(self.log_path, "rb")  # noqa: SIM115
+        except FileNotFoundError:
+            return
+        with f:
+            for lineno, raw in enumerate(f, 1):
+                torn = not raw.endswith(b"\n")
+                try:
+                    op = Operation.from_json(json.loads(raw))
+                    yield LogLine(lineno, op)
+                except (ValueError, KeyError, TypeError):
+                    what = "torn (an interrupted write)" if torn else "unreadable"
+                    yield LogLine(lineno, None, f"refs.log line {lineno} is {what}")
+
+    def operations(self) -> list[Operation]:
+        return [ln.op for ln in self.read_log() if ln.op is not None]
+
+    def last_operation(self) -> Operation | None:
+        """The newest complete entry, read from the end of the log."""
+        try:
+            f = open(self.log_path, "rb")  # noqa: SIM115
+        except FileNotFoundError:
+            return None
+        with f:
+            pos = f.seek(0, os.SEEK_END)
+            carry = b""
+            while pos > 0:
+                step = min(1 << 16, pos)
+                pos -= step
+                f.seek(pos)
+                lines = (f.read(step) + carry).split(b"\n")
+                # the first piece may be the tail of a line that starts further back
+                carry = lines[0] if pos > 0 else b""
+                for raw in reversed(lines[1:] if pos > 0 else lines):
+                    if raw.strip():
+                        try:
+                            return Operation.from_json(json.loads(raw))
+                        except (ValueError, KeyError, TypeError):
+                            continue  # a torn line: look further back
+            return None
+
+    # ---------------------------------------------------------------- writing
+
+    def applied(self) -> str | None:
+        try:
+            return self.applied_path.read_text("ascii").strip() or None
+        except FileNotFoundError:
+            return None
+
+    def _write_ref(self, name: str, value: str | None) -> None:
+        path = self._path(name)
+        if value is None:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            return
+        atomic_write(path, (value + "\n").encode("ascii"), sync_dir=False)
+
+    def _apply_changes(self, op: Operation) -> None:
+        dirs: set[Path] = set()
+        for c in op.changes:
+            self._write_ref(c.ref, c.new)
+            dirs.add(self._path(c.ref).parent)
+        # Each ref file is fsynced; each directory once at the end.
+        for d in dirs:
+            if d.is_dir():
+                fsync_dir(d)
+        atomic_write(self.applied_path, (op.op + "\n").encode("ascii"))
+
+    def recover(self) -> Operation | None:
+        """Roll forward the last logged operation if a crash stopped it half-applied.
+        Call with the store lock held. Returns the operation it completed, if any."""
+        last = self.last_operation()
+        if last is None or self.applied() == last.op:
+            return None
+        for c in last.changes:
+            cur = self.read(c.ref)
+            if cur != c.new and cur != c.old:
+                raise CorruptStore(
+                    f"ref {c.ref} is {cur}, neither before ({c.old}) nor after ({c.new}) "
+                    f"operation {last.op}",
+                    hint="run hs fsck to see every problem",
+                )
+        self._apply_changes(last)
+        return last
+
+    def apply(
+        self,
+        changes: Sequence[RefChange],
+        command: str,
+        *,
+        extra: dict[str, Any] | None = None,
+    ) -> Operation | None:
+        """Compare-and-swap every change, log the operation, apply it.
+
+        Must be called with the store lock held. Changes whose new value equals
+        the old are dropped; with none left, nothing is written and None returned.
+        """
+        self.recover()
+        real = [c for c in changes if c.old != c.new]
+        names = [c.ref for c in real]
+        if len(set(names)) != len(names):
+            raise BadInput("an operation changes the same ref twice")
+        for c in real:
+            check_ref_name(c.ref)
+            for v in (c.old, c.new):
+                if v is not None and not is_object_id(v):
+                    raise BadInput(f"not an object id: {v[:80]!r}")
+            cur = self.read(c.ref)
+            if cur != c.old:
+                raise Conflict(
+                    f"ref {c.ref} is {cur or 'absent'}, expected {c.old or 'absent'}",
+                    hint="another operation changed it first; read it again and retry",
+                )
+        if not real:
+            return None
+        last = self.last_operation()
+        body: dict[str, Any] = {
+            "time": now_rfc3339(),
+            "command": one_line(command),
+            "parent": last.op if last else None,
+            "changes": [c.as_json() for c in real],
+        }
+        if extra:
+            body["extra"] = extra
+        op_id = str(blake3.blake3(canonical_json(body)).hexdigest())[:16]
+        op = Operation(
+            op=op_id,
+            time=body["time"],
+            command=body["command"],
+            changes=list(real),
+            parent=body["parent"],
+            extra=extra or {},
+        )
+        self.root.mkdir(parents=True, exist_ok=True)
+        append_line(self.log_path, canonical_json(op.as_json()))
+        self._apply_changes(op)
+        return op

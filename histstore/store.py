@@ -1,0 +1,213 @@
+"""The store: objects, refs and the refs log, config, and the lock, in one directory.
+
+Layout (docs/format.md)::
+
+    config.toml        format version, store id, settings
+    objects/xx/...     loose objects; objects/pack/pack-*.{pack,idx} packs
+    refs/<name>        one file per ref
+    refs.log           the operation log, one JSON line per operation
+    refs.applied       id of the last operation fully applied to refs/
+    lock               the writers' lock (readers never take it)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import filelock
+
+from .config import FORMAT_VERSION, new_config, read_config, write_config
+from .errors import BadInput, CorruptObject, Locked, NotFound
+from .objects import canonical_json, decode_json
+from .objectstore import DiskObjectStore, ObjectStore
+from .redact import Redactor
+from .refs import Operation, RefChange, RefStore, check_component
+
+SESSION_PREFIX = "sessions/"
+
+
+@dataclass(frozen=True)
+class TurnEntry:
+    """A turn as a session revision lists it."""
+
+    turn_id: str
+    object: str
+    asked_at: str
+    subagent: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "turn_id": self.turn_id,
+            "object": self.object,
+            "asked_at": self.asked_at,
+        }
+        if self.subagent:
+            d["subagent"] = self.subagent
+        return d
+
+
+@dataclass
+class SessionRev:
+    """A revision of a session: its turns in order, and the revision before it."""
+
+    session_id: str
+    project: str
+    agent: str
+    title: str | None
+    turns: list[TurnEntry]
+    parent: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "project": self.project,
+            "agent": self.agent,
+            "title": self.title,
+            "parent": self.parent,
+            "turns": [t.as_json() for t in self.turns],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> SessionRev:
+        return cls(
+            session_id=d["session_id"],
+            project=d["project"],
+            agent=d["agent"],
+            title=d.get("title"),
+            parent=d.get("parent"),
+            turns=[
+                TurnEntry(t["turn_id"], t["object"], t["asked_at"], t.get("subagent"))
+                for t in d["turns"]
+            ],
+        )
+
+
+class Store:
+    def __init__(self, root: Path, config: dict[str, Any]) -> None:
+        self.root = root
+        self.config = config
+        self.objects: ObjectStore = DiskObjectStore(root / "objects")
+        self.refs = RefStore(root)
+        self.redactor = Redactor(config.get("redact", {}).get("patterns", []))
+        self._lock = filelock.FileLock(str(root / "lock"))
+        self.lock_timeout = float(os.environ.get("HS_LOCK_TIMEOUT", "30"))
+
+    # ------------------------------------------------------------ lifecycle
+
+    @classmethod
+    def init(cls, root: Path) -> tuple[Store, bool]:
+        """Create a store at ``root`` (or open the one there). (store, created)."""
+        root = Path(root)
+        if (root / "config.toml").exists():
+            return cls.open(root), False
+        if root.exists() and not root.is_dir():
+            raise BadInput(f"{root} exists and is not a directory")
+        if root.is_dir() and any(root.iterdir()):
+            raise BadInput(
+                f"{root} is not empty and holds no store",
+                hint="choose an empty or new directory for the store",
+            )
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "objects" / "pack").mkdir(parents=True, exist_ok=True)
+        (root / "refs").mkdir(exist_ok=True)
+        write_config(root, new_config())
+        return cls.open(root), True
+
+    @classmethod
+    def open(cls, root: Path) -> Store:
+        root = Path(root)
+        return cls(root, read_config(root))
+
+    def close(self) -> None:
+        if isinstance(self.objects, DiskObjectStore):
+            self.objects.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def format_version(self) -> int:
+        return FORMAT_VERSION
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """The writers' lock. Waits up to ``HS_LOCK_TIMEOUT`` seconds (default 30)."""
+        try:
+            self._lock.acquire(timeout=self.lock_timeout)
+        except filelock.Timeout:
+            raise Locked(
+                f"the store at {self.root} is locked by another writer",
+                hint="wait for the other hs command to finish, then try again",
+            ) from None
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    # ------------------------------------------------------------ objects
+
+    def put_json(self, kind: str, obj: Any) -> str:
+        return self.objects.put(kind, canonical_json(obj))
+
+    def get_json(self, object_id: str, kind: str | None = None) -> Any:
+        k, payload = self.objects.get(object_id)
+        if kind is not None and k != kind:
+            raise BadInput(f"object {object_id} is a {k}, not a {kind}")
+        return decode_json(object_id, payload)
+
+    def get_blob(self, object_id: str) -> bytes:
+        k, payload = self.objects.get(object_id)
+        if k != "blob":
+            raise CorruptObject(object_id, f"expected a blob, found a {k}")
+        return payload
+
+    # ------------------------------------------------------------ sessions
+
+    def session_refs(self) -> dict[str, str]:
+        """session id -> id of its newest revision."""
+        n = len(SESSION_PREFIX)
+        return {k[n:]: v for k, v in self.refs.list_refs(SESSION_PREFIX).items()}
+
+    def session_ref(self, session_id: str) -> str | None:
+        return self.refs.read(SESSION_PREFIX + check_component(session_id, "session id"))
+
+    def load_session(self, rev_id: str) -> SessionRev:
+        return SessionRev.from_json(self.get_json(rev_id, "session"))
+
+    def session(self, session_id: str) -> SessionRev:
+        rev = self.session_ref(session_id)
+        if rev is None:
+            raise NotFound(f"no session {session_id}")
+        return self.load_session(rev)
+
+    def sessions(self) -> Iterator[SessionRev]:
+        for rev in self.session_refs().values():
+            yield self.load_session(rev)
+
+    def session_history(self, session_id: str) -> Iterator[tuple[str, SessionRev]]:
+        """Every revision of a session, newest first."""
+        rev: str | None = self.session_ref(session_id)
+        while rev is not None:
+            s = self.load_session(rev)
+            yield rev, s
+            rev = s.parent
+
+    # ------------------------------------------------------------ operations
+
+    def apply(
+        self, changes: list[RefChange], command: str, *, extra: dict[str, Any] | None = None
+    ) -> Operation | None:
+        """Move refs as one operation (lock held by the caller); the command line
+        is redacted before it reaches the refs log."""
+        return self.refs.apply(changes, self.redactor(command), extra=extra)
+
+    def operations(self) -> list[Operation]:
+        return self.refs.operations()

@@ -1,0 +1,1 @@
+"""Plumbing: low-level commands with stable, machine-readable output (JSON lines)."""

@@ -1,0 +1,154 @@
+"""`hs plumbing ...`: one JSON object per line, stable field names, no colour.
+
+Interrogators (cat-object, show-ref, refs-log, fsck without --repair) never write.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from histstore.errors import BadInput, NotFound
+from histstore.fsck import fsck
+from histstore.objects import KINDS, canonical_json, hash_object
+from histstore.refs import RefChange, check_ref_name
+
+from .common import command_line, emit, new_app, open_store
+
+app = new_app("Low-level commands for scripts: JSON lines in, JSON lines out.")
+
+
+def _read_input(path: str) -> bytes:
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise NotFound(f"{path}: no such file") from None
+
+
+@app.command("hash-object")
+def hash_object_cmd(
+    ctx: typer.Context,
+    path: Annotated[str, typer.Argument(help="A file, or - for stdin.")] = "-",
+    kind: Annotated[str, typer.Option("-t", "--type", help=f"One of {', '.join(KINDS)}.")] = "blob",
+    write: Annotated[
+        bool, typer.Option("-w", "--write", help="Also write it to the store.")
+    ] = False,
+) -> None:
+    """Print the id of an object (JSON kinds are canonicalised first)."""
+    data = _read_input(path)
+    if kind not in KINDS:
+        raise BadInput(f"unknown object kind {kind!r}", hint=f"use one of {', '.join(KINDS)}")
+    if kind != "blob":
+        try:
+            data = canonical_json(json.loads(data))
+        except ValueError as e:
+            raise BadInput(f"{path}: a {kind} object must be JSON ({e})") from None
+    object_id = open_store(ctx).objects.put(kind, data) if write else hash_object(kind, data)
+    emit({"id": object_id, "kind": kind, "size": len(data), "written": write})
+
+
+@app.command("cat-object")
+def cat_object(
+    ctx: typer.Context,
+    object_id: Annotated[str, typer.Argument(metavar="ID", help="An object id or unique prefix.")],
+    raw: Annotated[
+        bool, typer.Option("--raw", help="Write the payload bytes as they are.")
+    ] = False,
+) -> None:
+    """Print an object, verified: {"id", "kind", "size", "payload" | "base64"}."""
+    store = open_store(ctx)
+    full = store.objects.resolve_prefix(object_id)
+    kind, payload = store.objects.get(full)
+    if raw:
+        sys.stdout.buffer.write(payload)
+        sys.stdout.buffer.flush()
+        return
+    out: dict[str, Any] = {"id": full, "kind": kind, "size": len(payload)}
+    if kind == "blob":
+        try:
+            out["text"] = payload.decode("utf-8")
+        except UnicodeDecodeError:
+            out["base64"] = base64.b64encode(payload).decode("ascii")
+    else:
+        out["payload"] = json.loads(payload)
+    emit(out)
+
+
+@app.command("show-ref")
+def show_ref(
+    ctx: typer.Context,
+    prefix: Annotated[str, typer.Argument(help="Only refs whose name starts with this.")] = "",
+) -> None:
+    """Every ref: {"ref", "id"} per line, sorted by name."""
+    store = open_store(ctx)
+    for name, value in store.refs.list_refs(prefix).items():
+        emit({"ref": name, "id": value})
+
+
+def _opt_id(value: str | None) -> str | None:
+    return None if value in (None, "", "-", "none") else value
+
+
+@app.command("update-ref")
+def update_ref(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The ref, e.g. sessions/<id>.")],
+    new: Annotated[str, typer.Argument(help="The new object id, or - to delete the ref.")],
+    old: Annotated[
+        str | None,
+        typer.Option("--old", help="Compare-and-swap: the value it must have now (- for absent)."),
+    ] = None,
+) -> None:
+    """Move one ref, with compare-and-swap, as one operation in the refs log."""
+    store = open_store(ctx)
+    check_ref_name(name)
+    new_id = _opt_id(new)
+    if new_id is not None:
+        new_id = store.objects.resolve_prefix(new_id)
+    with store.lock():
+        current = store.refs.read(name)
+        expected = current if old is None else _opt_id(old)
+        op = store.apply(
+            [RefChange(name, expected, new_id)],
+            command_line(ctx, name, new),
+            extra={"kind": "update-ref"},
+        )
+    emit({"ref": name, "old": current, "new": new_id, "op": op.op if op else None})
+
+
+@app.command("refs-log")
+def refs_log(
+    ctx: typer.Context,
+    n: Annotated[int | None, typer.Option("-n", help="Only the last N operations.")] = None,
+) -> None:
+    """The operation log, oldest first, one operation per line (torn lines skipped)."""
+    store = open_store(ctx)
+    ops = store.operations()
+    if n is not None:
+        ops = ops[-n:] if n > 0 else []
+    for op in ops:
+        emit(op.as_json())
+
+
+@app.command("fsck")
+def fsck_cmd(
+    ctx: typer.Context,
+    repair: Annotated[
+        bool, typer.Option("--repair", help="Complete or clean what a crash left.")
+    ] = False,
+) -> None:
+    """Re-hash every object, check every ref and refs-log entry; one JSON line per finding.
+    Exit 7 when any finding is an error."""
+    store = open_store(ctx)
+    findings = fsck(store, repair=repair)
+    for f in findings:
+        emit(f.as_json())
+    if any(f.severity == "error" for f in findings):
+        raise typer.Exit(7)

@@ -1,0 +1,95 @@
+"""What every command shares: opening the store, and turning errors into one line.
+
+Errors are mapped in one place (:class:`HsGroup`): a :class:`HistError` becomes
+``hs: error: <message>`` (plus ``hint: ...``) on stderr and its exit code; any
+other exception becomes a one-line internal error (exit 1), never a traceback
+(set ``HS_DEBUG=1`` to see one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from histstore.config import default_store_path
+from histstore.errors import Ambiguous, HistError
+from histstore.store import Store
+
+
+def report_error(e: HistError) -> None:
+    typer.echo(f"hs: error: {e.message}", err=True)
+    if isinstance(e, Ambiguous) and e.candidates:
+        for c in e.candidates:
+            typer.echo(f"  {c}", err=True)
+    if e.hint:
+        typer.echo(f"hint: {e.hint}", err=True)
+
+
+class HsGroup(TyperGroup):
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HistError as e:
+            report_error(e)
+            ctx.exit(e.exit_code)
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise
+        except KeyboardInterrupt:
+            typer.echo("hs: interrupted", err=True)
+            ctx.exit(130)
+        except BrokenPipeError:
+            # the reader went away (hs log | head): not an error
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(0)
+        except OSError as e:
+            where = f" ({e.filename})" if e.filename else ""
+            typer.echo(f"hs: error: {e.strerror or e}{where}", err=True)
+            ctx.exit(1)
+        except Exception as e:  # the last resort: never a traceback to a user
+            if os.environ.get("HS_DEBUG"):
+                raise
+            typer.echo(f"hs: internal error: {type(e).__name__}: {e}", err=True)
+            typer.echo("hint: run again with HS_DEBUG=1 for details, and report it", err=True)
+            ctx.exit(1)
+
+
+def new_app(help_text: str) -> typer.Typer:
+    return typer.Typer(
+        cls=HsGroup,
+        help=help_text,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        pretty_exceptions_show_locals=False,  # agent history holds secrets
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+
+
+def store_path(ctx: typer.Context) -> Path:
+    root = ctx.find_root()
+    obj = root.obj if isinstance(root.obj, dict) else {}
+    given = obj.get("store")
+    return Path(given).expanduser() if given else default_store_path()
+
+
+def open_store(ctx: typer.Context) -> Store:
+    store = Store.open(store_path(ctx))
+    ctx.call_on_close(store.close)
+    return store
+
+
+def command_line(ctx: typer.Context, *args: str) -> str:
+    """The command as a person would type it, for the refs log (the store redacts it)."""
+    return " ".join(["hs", *ctx.command_path.split()[1:], *args])
+
+
+def emit(obj: Any) -> None:
+    """One JSON object per line: the plumbing output format."""
+    typer.echo(json.dumps(obj, ensure_ascii=False, sort_keys=True))

@@ -1,0 +1,1 @@
+"""Porcelain: the `hs` command people type."""

@@ -1,0 +1,349 @@
+"""`hs`: the command people type. Human output; `--json` on every listing."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from histstore.plumbing.cli import app as plumbing_app
+from histstore.plumbing.common import command_line, new_app, open_store, store_path
+
+from histstore.errors import BadInput
+from histstore.fsck import Finding
+from histstore.fsck import fsck as run_fsck
+from histstore.history import (
+    expand_turn,
+    load_turn,
+    log_entries,
+    parse_since,
+    raw_records,
+    resolve,
+)
+from histstore.importing import ImportReport, import_paths, record_turn
+from histstore.objectstore import DiskObjectStore
+from histstore.store import Store
+
+from . import render
+
+app = new_app(
+    "histstore: keep what coding agents did and remember, for good.\n\n"
+    "The store is --store, else $HISTORY_DIR, else ~/.local/share/histstore."
+)
+app.add_typer(plumbing_app, name="plumbing")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    store: Annotated[
+        Path | None,
+        typer.Option("--store", "-C", help="The store directory.", show_default=False),
+    ] = None,
+) -> None:
+    ctx.obj = {"store": str(store) if store else None}
+
+
+@app.command()
+def init(ctx: typer.Context) -> None:
+    """Create a store (or say where the existing one is)."""
+    path = store_path(ctx)
+    store, created = Store.init(path)
+    store.close()
+    if created:
+        typer.echo(f"Initialized empty histstore in {path}")
+    else:
+        typer.echo(f"A histstore already exists in {path}")
+
+
+def _progress_total(paths: list[Path]) -> int:
+    total = 0
+    for p in paths:
+        if p.is_dir():
+            total += sum(f.stat().st_size for f in p.rglob("*.jsonl") if f.is_file())
+        elif p.is_file():
+            total += p.stat().st_size
+    return total
+
+
+def _print_report(rep: ImportReport, verb: str = "imported") -> None:
+    parts = [
+        f"{verb} {rep.files} file{'s' if rep.files != 1 else ''}",
+        f"sessions: {rep.sessions_added} added, {rep.sessions_updated} updated",
+        f"turns: {rep.turns_added} added, {rep.turns_revised} revised, "
+        f"{rep.turns_unchanged} unchanged",
+    ]
+    typer.echo("; ".join(parts))
+    if rep.operation is None:
+        typer.echo("nothing new: no operation recorded")
+    else:
+        typer.echo(f"operation {rep.operation.op}")
+    for f, why in rep.files_skipped:
+        typer.echo(f"hs: skipped {f}: {why}", err=True)
+    for p in rep.problems:
+        typer.echo(f"hs: warning: {p}", err=True)
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    paths: Annotated[list[Path], typer.Argument(help="Session files or folders.")],
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="Force a format: turns or claude-code."),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Import agent sessions: Claude Code files and folders, or turn JSONL."""
+    store = open_store(ctx)
+    cmd = command_line(ctx, *(str(p) for p in paths))
+    show_bar = sys.stderr.isatty() and not json_out
+    if show_bar:
+        with typer.progressbar(
+            length=max(_progress_total(paths), 1), label="importing", file=sys.stderr
+        ) as bar:
+            rep = import_paths(store, paths, fmt=fmt, command=cmd, progress=bar.update)
+    else:
+        rep = import_paths(store, paths, fmt=fmt, command=cmd)
+    if json_out:
+        typer.echo(json.dumps(rep.as_json(), ensure_ascii=False))
+    else:
+        _print_report(rep)
+
+
+@app.command()
+def record(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Record one turn given as a JSON object on stdin (for agent hooks)."""
+    data = sys.stdin.read()
+    if not data.strip():
+        raise BadInput("no turn on stdin", hint="pipe one JSON turn object into `hs record`")
+    try:
+        obj = json.loads(data)
+    except ValueError as e:
+        raise BadInput(f"stdin is not JSON: {e}", hint="give one JSON object") from None
+    store = open_store(ctx)
+    turn_id, rep = record_turn(store, obj, command=command_line(ctx))
+    if json_out:
+        out = rep.as_json()
+        out["turn_id"] = turn_id
+        typer.echo(json.dumps(out, ensure_ascii=False))
+    elif rep.operation is None:
+        typer.echo(f"turn {turn_id} unchanged: nothing recorded")
+    else:
+        what = "revised" if rep.turns_revised else "recorded"
+        typer.echo(f"{what} turn {turn_id} (operation {rep.operation.op})")
+
+
+def _turn_summary(turn: dict[str, Any], object_id: str) -> dict[str, Any]:
+    keys = (
+        "turn_id",
+        "session_id",
+        "project",
+        "asked_at",
+        "answered_at",
+        "asked",
+        "answered",
+        "files",
+        "edited",
+        "tools",
+        "tainted",
+        "model",
+        "agent",
+        "status",
+        "subagent",
+        "cwd",
+    )
+    out = {k: turn.get(k) for k in keys}
+    out["object"] = object_id
+    return out
+
+
+@app.command()
+def log(
+    ctx: typer.Context,
+    session: Annotated[str | None, typer.Option(help="Only this session (id or prefix).")] = None,
+    project: Annotated[str | None, typer.Option(help="Only this project.")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only turns asked since: 2w, 3d, 12h, or a date.")
+    ] = None,
+    n: Annotated[int | None, typer.Option("-n", "--max-count", help="At most N turns.")] = None,
+    oneline: Annotated[bool, typer.Option("--oneline", help="One line per turn.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Turns, newest first, like `git log`."""
+    if n is not None and n < 0:
+        raise BadInput(f"-n {n}: give a count of 0 or more")
+    store = open_store(ctx)
+    since_ts = parse_since(since) if since else None
+    if project is not None and os.path.isdir(project):
+        project = str(Path(project).resolve())
+    entries = log_entries(store, session=session, project=project, since=since_ts)
+    if n is not None:
+        entries = entries[:n]
+    if not entries and not json_out:
+        typer.echo("no turns" + (" match" if (session or project or since) else " recorded yet"))
+        return
+    for i, e in enumerate(entries):
+        turn = load_turn(store, e.entry.object)
+        if json_out:
+            typer.echo(json.dumps(_turn_summary(turn, e.entry.object), ensure_ascii=False))
+        elif oneline:
+            typer.echo(render.oneline(turn))
+        else:
+            if i:
+                typer.echo("")
+            typer.echo(render.turn_text(turn, e.session, max_lines=6))
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    ident: Annotated[
+        str, typer.Argument(metavar="ID", help="Turn, session or object id or prefix.")
+    ],
+    full: Annotated[bool, typer.Option("--full", help="Every step of a turn.")] = False,
+    raw: Annotated[bool, typer.Option("--raw", help="A turn's source records as written.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show a turn (with --full every step), a session, or any object."""
+    store = open_store(ctx)
+    r = resolve(store, ident)
+    if r.kind == "turn":
+        assert r.entry is not None
+        turn = load_turn(store, r.entry.object)
+        if raw:
+            for line in raw_records(store, turn):
+                typer.echo(line)
+            return
+        if json_out:
+            out = expand_turn(store, turn) if full else _turn_summary(turn, r.entry.object)
+            out["object"] = r.entry.object
+            typer.echo(json.dumps(out, ensure_ascii=False))
+            return
+        typer.echo(render.turn_text(turn, r.session, max_lines=None))
+        if full:
+            typer.echo("")
+            for step in expand_turn(store, turn)["steps"]:
+                typer.echo(render.step_text(step))
+        src = turn.get("source") or {}
+        if src.get("file"):
+            typer.echo(f"\nSource:  {src['file']}:{src.get('line', '?')}")
+    elif r.kind == "session":
+        assert r.session is not None
+        s = r.session
+        if json_out:
+            typer.echo(json.dumps(s.as_json(), ensure_ascii=False))
+            return
+        typer.echo(f"session {s.session_id}")
+        if s.title:
+            typer.echo(f"Title:   {s.title}")
+        typer.echo(f"Project: {s.project}")
+        typer.echo(f"Agent:   {s.agent}")
+        typer.echo(f"Turns:   {len(s.turns)}")
+        typer.echo("")
+        for t in s.turns:
+            typer.echo(render.oneline(load_turn(store, t.object)))
+    else:
+        kind, payload = store.objects.get(r.id)
+        if json_out:
+            body: Any = (
+                payload.decode("utf-8", "replace") if kind == "blob" else json.loads(payload)
+            )
+            typer.echo(
+                json.dumps({"id": r.id, "kind": kind, "size": len(payload), "payload": body})
+            )
+            return
+        typer.echo(f"{kind} {r.id} ({len(payload)} bytes)")
+        if kind == "blob":
+            typer.echo(payload.decode("utf-8", "replace"))
+        else:
+            typer.echo(
+                json.dumps(json.loads(payload), ensure_ascii=False, indent=2, sort_keys=True)
+            )
+
+
+@app.command()
+def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Where the store is, what it holds, and its size."""
+    store = open_store(ctx)
+    sessions = list(store.sessions())
+    turns = sum(len(s.turns) for s in sessions)
+    ops = store.operations()
+    objs = store.objects
+    packs = loose = 0
+    size = 0
+    if isinstance(objs, DiskObjectStore):
+        packs = len(objs.packs())
+        loose = sum(1 for _ in objs.iter_loose())
+        size = objs.size_on_disk()
+    info = {
+        "store": str(store.root),
+        "format": store.format_version,
+        "id": store.config["store"]["id"],
+        "sessions": len(sessions),
+        "turns": turns,
+        "projects": len({s.project for s in sessions}),
+        "objects": objs.count(),
+        "packs": packs,
+        "loose_objects": loose,
+        "size_bytes": size,
+        "operations": len(ops),
+        "last_operation": ops[-1].as_json() if ops else None,
+    }
+    if json_out:
+        typer.echo(json.dumps(info, ensure_ascii=False))
+        return
+    typer.echo(f"store:      {info['store']} (format {info['format']})")
+    typer.echo(f"sessions:   {info['sessions']} in {info['projects']} projects")
+    typer.echo(f"turns:      {turns}")
+    typer.echo(f"objects:    {info['objects']} ({packs} packs, {loose} loose), {_size(size)}")
+    if ops:
+        last = ops[-1]
+        typer.echo(f"operations: {len(ops)}; last {last.op} at {last.time}: {last.command}")
+    else:
+        typer.echo("operations: none yet")
+
+
+@app.command()
+def fsck(
+    ctx: typer.Context,
+    repair: Annotated[
+        bool, typer.Option("--repair", help="Complete or clean what a crash left.")
+    ] = False,
+) -> None:
+    """Check the store: every object re-hashed, every ref and log entry checked."""
+    store = open_store(ctx)
+    findings = run_fsck(store, repair=repair)
+    print_findings_human(findings)
+    if any(f.severity == "error" for f in findings):
+        raise typer.Exit(7)
+
+
+def print_findings_human(findings: list[Finding]) -> None:
+    errors = [f for f in findings if f.severity == "error"]
+    for f in findings:
+        subject = f" {f.subject}:" if f.subject else ""
+        typer.echo(f"{f.severity}: {f.check}{subject} {f.message}", err=f.severity == "error")
+    if errors:
+        typer.echo(f"{len(errors)} error{'s' if len(errors) != 1 else ''} found", err=True)
+    else:
+        warn = f" ({len(findings)} warning{'s' if len(findings) != 1 else ''})" if findings else ""
+        typer.echo(f"ok: the store is consistent{warn}")
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def main() -> None:
+    app(prog_name="hs")

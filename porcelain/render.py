@@ -1,0 +1,103 @@
+"""Human-readable rendering of turns, sessions and reports (no store access)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import Any
+
+from histstore.store import SessionRev
+
+
+def first_line(text: str, width: int = 72) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def when(ts: str | None) -> str:
+    """``2026-01-02T03:04:05.678Z`` -> ``2026-01-02 03:04 UTC``."""
+    if not ts:
+        return "-"
+    return f"{ts[:10]} {ts[11:16]} UTC"
+
+
+def tools_text(tools: dict[str, int]) -> str:
+    return ", ".join(f"{k}×{v}" if v != 1 else k for k, v in sorted(tools.items()))
+
+
+def indent(text: str, max_lines: int | None = None) -> str:
+    lines = text.strip("\n").splitlines() or [""]
+    more = 0
+    if max_lines is not None and len(lines) > max_lines:
+        more = len(lines) - max_lines
+        lines = lines[:max_lines]
+    body = "\n".join("    " + ln for ln in lines)
+    if more:
+        body += f"\n    … ({more} more lines; `hs show` for all)"
+    return body
+
+
+def turn_header(turn: dict[str, Any], session: SessionRev | None) -> list[str]:
+    out = [f"turn {turn['turn_id']}"]
+    title = f"  ({first_line(session.title, 60)})" if session and session.title else ""
+    sub = f"  [sub-agent {turn['subagent']}]" if turn.get("subagent") else ""
+    out.append(f"Session: {turn['session_id']}{title}{sub}")
+    out.append(f"Project: {turn['project']}")
+    out.append(f"Date:    {when(turn['asked_at'])}")
+    meta = f"Agent:   {turn.get('agent') or '-'}"
+    if turn.get("model"):
+        meta += f"  model {turn['model']}"
+    meta += f"  status {turn.get('status', 'completed')}"
+    if turn.get("tainted"):
+        meta += "  [read untrusted content]"
+    out.append(meta)
+    if turn.get("edited"):
+        out.append("Edited:  " + ", ".join(turn["edited"]))
+    if turn.get("files"):
+        out.append("Read:    " + ", ".join(turn["files"]))
+    if turn.get("tools"):
+        out.append("Tools:   " + tools_text(turn["tools"]))
+    return out
+
+
+def turn_text(turn: dict[str, Any], session: SessionRev | None, max_lines: int | None) -> str:
+    parts = turn_header(turn, session)
+    parts.append("")
+    parts.append(indent(turn.get("asked") or "(no prompt)", max_lines))
+    parts.append("")
+    answered = turn.get("answered") or "(no answer)"
+    parts.append(indent(answered, max_lines))
+    return "\n".join(parts)
+
+
+def oneline(turn: dict[str, Any]) -> str:
+    sub = "↳ " if turn.get("subagent") else ""
+    return (
+        f"{turn['turn_id'][:12]}  {when(turn['asked_at'])[:16]}  "
+        f"{turn['session_id'][:8]}  {sub}{first_line(turn.get('asked') or '(no prompt)', 70)}"
+    )
+
+
+def step_text(step: dict[str, Any]) -> str:
+    kind = step.get("type")
+    at = f"  {when(step.get('at'))}" if step.get("at") else ""
+    if kind == "tool":
+        err = "  [error]" if step.get("is_error") else ""
+        head = f"── tool {step.get('name')}{err}{at}"
+        inp = json.dumps(step.get("input"), ensure_ascii=False, indent=2, sort_keys=True)
+        out = step.get("output")
+        body = indent(inp)
+        if out is not None:
+            body += "\n    ⇒\n" + indent(str(out))
+        return head + "\n" + body
+    if kind == "image":
+        return f"── image {step.get('media_type')}{at}"
+    text = str(step.get("text") or "")
+    label = {"user": "user", "assistant": "assistant", "thinking": "thinking"}.get(
+        str(kind), f"event {step.get('kind', '')}"
+    )
+    return f"── {label}{at}\n" + indent(text)
+
+
+def wrap(text: str, width: int = 88) -> str:
+    return "\n".join(textwrap.fill(p, width) if p else "" for p in text.split("\n"))
