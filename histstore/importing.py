@@ -155,6 +155,10 @@ class Importer:
             self.report.problems.append(Problem(where[0], where[1], e.message))
             return
         known = self._known_turns(w.session_id)
+        src = turn.get("source")
+        if isinstance(src, dict) and isinstance(src.get("file"), str):
+            # a path is text from outside too: it can hold a token
+            turn["source"] = {**src, "file": self.store.redactor(src["file"])}
         object_id = put_turn(batch.put, turn)
         previous = w.turns.get(turn["turn_id"])
         if previous is not None and previous.object == object_id:

@@ -66,7 +66,10 @@ def check_ref_name(name: str) -> str:
     if not isinstance(name, str) or not name or len(name) > MAX_NAME:
         raise BadInput(f"bad ref name {str(name)[:60]!r}: 1 to {MAX_NAME} characters")
     parts = name.split("/")
-    if len(parts) < 2 or parts[0] not in NAMESPACES:
+    # remotes/<remote>/<namespace>/<id> mirror another store's refs; every other
+    # namespace holds exactly one level: <namespace>/<id>
+    depth_ok = len(parts) >= 3 if parts[0] == "remotes" else len(parts) == 2
+    if not depth_ok or parts[0] not in NAMESPACES:
         raise BadInput(
             f"bad ref name {name[:60]!r}",
             hint=f"a ref name is <namespace>/<id>, the namespace one of {', '.join(NAMESPACES)}",

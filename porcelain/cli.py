@@ -347,3 +347,7 @@ def _size(n: int) -> str:
 
 def main() -> None:
     app(prog_name="hs")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,270 @@
+"""The `hs` commands as a person types them: exit code, stdout and stderr."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import tomli_w
+from helpers import HS, turn_record
+
+from histstore.config import read_config
+
+
+def test_init_creates_store_and_is_idempotent(hs: HS, store_path: Path) -> None:
+    r = hs("init")
+    assert r.exit_code == 0
+    assert f"Initialized empty histstore in {store_path}" in r.stdout
+    assert (store_path / "config.toml").is_file()
+    assert read_config(store_path)["store"]["format"] == 1
+    r = hs("init")
+    assert r.exit_code == 0 and "already exists" in r.stdout
+
+
+def test_store_option_beats_environment(hs: HS, tmp_path: Path) -> None:
+    other = tmp_path / "elsewhere"
+    r = hs("--store", str(other), "init")
+    assert r.exit_code == 0
+    assert (other / "config.toml").exists()
+    assert not (tmp_path / "store").exists()
+
+
+def test_default_store_is_platform_data_dir(hs: HS, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("HISTORY_DIR")
+    r = hs("init")
+    assert r.exit_code == 0
+    assert (tmp_path / "home" / ".local" / "share" / "histstore" / "config.toml").exists()
+
+
+def test_no_store_is_a_clear_error(hs: HS) -> None:
+    r = hs("log")
+    assert r.exit_code == 3
+    assert r.stdout == ""
+    assert r.stderr.startswith("hs: error: no store at ")
+    assert "hint: create one with `hs init`" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_unknown_format_version_is_refused(hs: HS, store_path: Path) -> None:
+    hs("init")
+    cfg = read_config(store_path)
+    cfg["store"]["format"] = 99
+    (store_path / "config.toml").write_text(tomli_w.dumps(cfg))
+    r = hs("status")
+    assert r.exit_code == 3
+    assert "format version 99" in r.stderr and "reads version 1" in r.stderr
+
+
+def test_import_log_show_status(hs: HS, make_turns: Callable[..., Path]) -> None:
+    hs("init")
+    path = make_turns([turn_record(i) for i in range(1, 4)])
+    r = hs("import", str(path))
+    assert r.exit_code == 0, r.stderr
+    assert "sessions: 1 added" in r.stdout and "turns: 3 added" in r.stdout
+    assert r.stderr == ""
+
+    r = hs("log")
+    assert r.exit_code == 0
+    assert r.stdout.index("turn turn-0003") < r.stdout.index("turn turn-0001")
+    assert "Edited:  src/middleware.py" in r.stdout and "Read:    src/auth.py" in r.stdout
+
+    r = hs("log", "--oneline", "-n", "2")
+    lines = r.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("turn-0003")
+
+    rows = hs.json_lines("log", "--json")
+    assert [x["turn_id"] for x in rows] == ["turn-0003", "turn-0002", "turn-0001"]
+    assert rows[0]["tools"] == {"Edit": 1, "Read": 1}
+
+    r = hs("show", "turn-0002")
+    assert r.exit_code == 0
+    assert "question 2" in r.stdout and "answer 2" in r.stdout
+
+    r = hs("show", "sess-a")
+    assert r.exit_code == 0 and "Turns:   3" in r.stdout
+
+    info = hs.json_lines("status", "--json")[0]
+    assert info["sessions"] == 1 and info["turns"] == 3 and info["operations"] == 1
+
+
+def test_import_again_adds_nothing_and_records_no_operation(
+    hs: HS, make_turns: Callable[..., Path], store_path: Path
+) -> None:
+    hs("init")
+    path = make_turns([turn_record(i) for i in range(1, 4)])
+    hs("import", str(path))
+    log_before = (store_path / "refs.log").read_bytes()
+    r = hs("import", str(path))
+    assert r.exit_code == 0
+    assert "turns: 0 added, 0 revised, 3 unchanged" in r.stdout
+    assert "nothing new: no operation recorded" in r.stdout
+    assert (store_path / "refs.log").read_bytes() == log_before
+
+
+def test_import_reports_bad_lines_and_imports_the_rest(hs: HS, tmp_path: Path) -> None:
+    hs("init")
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(
+        json.dumps(turn_record(1))
+        + "\n{not json\n"
+        + json.dumps({"turn_id": "x", "session_id": "s"})
+        + "\n"
+        + json.dumps(turn_record(2))
+        + "\n"
+    )
+    r = hs("import", str(path))
+    assert r.exit_code == 0
+    assert "turns: 2 added" in r.stdout
+    assert f"{path}:2: not valid JSON" in r.stderr
+    assert f"{path}:3: turn is missing field(s)" in r.stderr
+
+
+def test_import_json_summary(hs: HS, make_turns: Callable[..., Path]) -> None:
+    hs("init")
+    path = make_turns([turn_record(1)])
+    rep = hs.json_lines("import", "--json", str(path))[0]
+    assert rep["turns_added"] == 1 and rep["sessions_added"] == 1 and rep["operation"]
+
+
+def test_import_missing_path_is_an_error(hs: HS, tmp_path: Path, store_path: Path) -> None:
+    hs("init")
+    before = sorted(p.name for p in store_path.rglob("*"))
+    r = hs("import", str(tmp_path / "nope"))
+    assert r.exit_code == 4
+    assert "no such file or folder" in r.stderr
+    assert sorted(p.name for p in store_path.rglob("*")) == before
+
+
+def test_import_unknown_format_is_bad_input(hs: HS, make_turns: Callable[..., Path]) -> None:
+    hs("init")
+    r = hs("import", "--format", "nope", str(make_turns([turn_record(1)])))
+    assert r.exit_code == 2 and "unknown format 'nope'" in r.stderr
+
+
+def test_record_from_stdin(hs: HS) -> None:
+    hs("init")
+    rec = turn_record(5)
+    r = hs("record", input=json.dumps(rec))
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith("recorded turn turn-0005")
+    r = hs("record", input=json.dumps(rec))
+    assert "unchanged" in r.stdout
+    rec["answered"] = "a better answer"
+    r = hs("record", input=json.dumps(rec))
+    assert r.stdout.startswith("revised turn turn-0005")
+    assert hs.json_lines("log", "--json")[0]["answered"] == "a better answer"
+
+
+def test_record_bad_input(hs: HS, store_path: Path) -> None:
+    hs("init")
+    for text, expect in [
+        ("", "no turn on stdin"),
+        ("{oops", "stdin is not JSON"),
+        ("[]", "a turn must be a JSON object"),
+        (json.dumps({**turn_record(1), "asked_at": "yesterday"}), "not an RFC 3339 time"),
+        (json.dumps({**turn_record(1), "session_id": "../../etc"}), "session id"),
+        (json.dumps({**turn_record(1), "tainted": "yes"}), "'tainted' must be true or false"),
+    ]:
+        r = hs("record", input=text)
+        assert r.exit_code == 2, (text, r.stdout, r.stderr)
+        assert expect in r.stderr
+        assert len(r.stderr.strip().splitlines()) <= 2
+    assert not (store_path / "refs.log").exists()
+
+
+def test_log_filters(hs: HS, make_turns: Callable[..., Path]) -> None:
+    hs("init")
+    recs = [
+        turn_record(1, session_id="s-one", asked_at="2026-01-01T00:00:00Z"),
+        turn_record(2, session_id="s-two", project="/other", asked_at="2026-02-01T00:00:00Z"),
+        turn_record(3, session_id="s-two", project="/other", asked_at="2026-03-01T00:00:00Z"),
+    ]
+    hs("import", str(make_turns(recs)))
+
+    def ids(*args: str) -> list[str]:
+        return [x["turn_id"] for x in hs.json_lines("log", "--json", *args)]
+
+    assert ids("--session", "s-one") == ["turn-0001"]
+    assert ids("--session", "s-t") == ["turn-0003", "turn-0002"]
+    assert ids("--project", "/other") == ["turn-0003", "turn-0002"]
+    assert ids("--since", "2026-02-01") == ["turn-0003", "turn-0002"]
+    assert ids("--since", "2026-02-15T00:00:00Z") == ["turn-0003"]
+    assert ids("-n", "1") == ["turn-0003"]
+    r = hs("log", "--since", "last tuesday")
+    assert r.exit_code == 2 and "--since 'last tuesday' is not a time" in r.stderr
+    r = hs("log", "--session", "zzz")
+    assert r.exit_code == 4 and "no session matches 'zzz'" in r.stderr
+
+
+def test_log_since_relative(hs: HS) -> None:
+    hs("init")
+    hs("record", input=json.dumps(turn_record(1, asked_at="2020-01-01T00:00:00Z")))
+    assert hs.json_lines("log", "--json", "--since", "2w") == []
+    r = hs("log", "--since", "2w")
+    assert r.exit_code == 0 and r.stdout.strip() == "no turns match"
+
+
+def test_log_empty_store(hs: HS) -> None:
+    hs("init")
+    r = hs("log")
+    assert r.exit_code == 0 and r.stdout.strip() == "no turns recorded yet"
+
+
+def test_show_by_prefix_ambiguity_and_objects(hs: HS, make_turns: Callable[..., Path]) -> None:
+    hs("init")
+    hs("import", str(make_turns([turn_record(1), turn_record(2)])))
+    r = hs("show", "turn-000")
+    assert r.exit_code == 2
+    assert "ambiguous" in r.stderr and "turn turn-0001" in r.stderr and "turn turn-0002" in r.stderr
+    r = hs("show", "nothing-like-it")
+    assert r.exit_code == 4 and "no turn, session or object matches" in r.stderr
+    obj = hs.json_lines("show", "--json", "turn-0001")[0]["object"]
+    r = hs("show", obj[:16])
+    assert r.exit_code == 0 and r.stdout.startswith(f"turn {obj}")
+    data = hs.json_lines("show", "--json", obj)[0]
+    assert data["kind"] == "turn" and data["payload"]["turn_id"] == "turn-0001"
+
+
+def test_show_full_and_raw(hs: HS, make_turns: Callable[..., Path]) -> None:
+    hs("init")
+    big = "line of a large file\n" * 100
+    rec = turn_record(
+        1,
+        steps=[
+            {"type": "user", "text": "read it", "at": None},
+            {
+                "type": "tool",
+                "id": "t1",
+                "name": "Read",
+                "input": {"file_path": "a.py"},
+                "output": big,
+                "is_error": False,
+                "at": None,
+            },
+            {"type": "assistant", "text": "done", "at": None, "model": "m"},
+        ],
+        raw=['{"a": 1}', '{"b": 2}'],
+    )
+    hs("import", str(make_turns([rec])))
+    r = hs("show", "--full", "turn-0001")
+    assert r.exit_code == 0
+    assert "── tool Read" in r.stdout and "line of a large file" in r.stdout
+    assert "── assistant" in r.stdout
+    r = hs("show", "--raw", "turn-0001")
+    assert r.stdout.splitlines() == ['{"a": 1}', '{"b": 2}']
+    full = hs.json_lines("show", "--json", "--full", "turn-0001")[0]
+    assert full["steps"][1]["output"] == big
+
+
+def test_help_everywhere(hs: HS) -> None:
+    r = hs("--help")
+    assert r.exit_code == 0
+    for cmd in ["init", "import", "record", "log", "show", "status", "fsck", "plumbing"]:
+        assert cmd in r.stdout
+
+
+def test_usage_error_exit_code(hs: HS) -> None:
+    r = hs("log", "--no-such-flag")
+    assert r.exit_code == 2
+    assert "No such option" in r.stderr

@@ -1,0 +1,206 @@
+"""Import semantics: idempotent, incremental, revisions, sessions and sub-agents."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from helpers import turn_record, write_turns
+
+from histstore.history import load_turn, log_entries
+from histstore.importing import import_paths, record_turn
+from histstore.store import Store
+
+
+def claude_line(**kw: object) -> str:
+    base: dict[str, object] = {
+        "parentUuid": None,
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/home/dev/src/app",
+        "sessionId": "11111111-2222-3333-4444-555555555555",
+        "version": "2.0.40",
+        "gitBranch": "main",
+    }
+    base.update(kw)
+    return json.dumps(base)
+
+
+def prompt(uuid: str, text: str, ts: str, parent: str | None = None) -> str:
+    return claude_line(
+        type="user",
+        uuid=uuid,
+        parentUuid=parent,
+        timestamp=ts,
+        message={"role": "user", "content": text},
+    )
+
+
+def answer(uuid: str, parent: str, text: str, ts: str, msg: str) -> str:
+    return claude_line(
+        type="assistant",
+        uuid=uuid,
+        parentUuid=parent,
+        timestamp=ts,
+        message={
+            "id": msg,
+            "model": "claude-sonnet-4",
+            "role": "assistant",
+            "type": "message",
+            "content": [{"type": "text", "text": text}],
+        },
+    )
+
+
+def test_grown_session_file_adds_only_new_turns(store: Store, tmp_path: Path) -> None:
+    proj = tmp_path / "projects" / "-home-dev-src-app"
+    proj.mkdir(parents=True)
+    f = proj / "11111111-2222-3333-4444-555555555555.jsonl"
+    lines = [
+        prompt("u1", "first question", "2026-05-01T10:00:00.000Z"),
+        answer("a1", "u1", "first answer", "2026-05-01T10:00:05.000Z", "msg_1"),
+    ]
+    f.write_text("\n".join(lines) + "\n")
+    rep = import_paths(store, [tmp_path / "projects"])
+    assert (rep.turns_added, rep.sessions_added) == (1, 1)
+    with open(f, "a") as fh:
+        fh.write(prompt("u2", "second question", "2026-05-01T11:00:00.000Z", "a1") + "\n")
+        fh.write(answer("a2", "u2", "second answer", "2026-05-01T11:00:03.000Z", "msg_2") + "\n")
+    rep = import_paths(store, [tmp_path / "projects"])
+    assert (rep.turns_added, rep.turns_unchanged, rep.sessions_updated) == (1, 1, 1)
+    s = store.session("11111111-2222-3333-4444-555555555555")
+    assert [t.turn_id for t in s.turns] == ["u1", "u2"]
+    assert s.project == "/home/dev/src/app"
+    turn = load_turn(store, s.turns[1].object)
+    assert turn["asked"] == "second question" and turn["answered"] == "second answer"
+    assert turn["agent"] == "claude-code" and turn["model"] == "claude-sonnet-4"
+    assert turn["source"]["line"] == 3
+    rep = import_paths(store, [tmp_path / "projects"])
+    assert rep.operation is None and rep.turns_unchanged == 2
+
+
+def test_same_turn_id_new_content_is_a_new_revision(store: Store, tmp_path: Path) -> None:
+    record_turn(store, turn_record(1))
+    old_obj = store.session("sess-a").turns[0].object
+    record_turn(store, turn_record(1, answered="revised answer"))
+    s = store.session("sess-a")
+    assert len(s.turns) == 1
+    assert load_turn(store, s.turns[0].object)["answered"] == "revised answer"
+    history = list(store.session_history("sess-a"))
+    assert len(history) == 2
+    assert history[1][1].turns[0].object == old_obj
+    assert load_turn(store, old_obj)["answered"].startswith("answer 1")
+
+
+def test_turns_of_a_session_are_in_time_order(store: Store, tmp_path: Path) -> None:
+    recs = [
+        turn_record(3, asked_at="2026-01-03T00:00:00Z"),
+        turn_record(1, asked_at="2026-01-01T00:00:00Z"),
+        turn_record(2, asked_at="2026-01-02T00:00:00Z"),
+    ]
+    import_paths(store, [write_turns(tmp_path / "t.jsonl", recs)])
+    assert [t.turn_id for t in store.session("sess-a").turns] == [
+        "turn-0001",
+        "turn-0002",
+        "turn-0003",
+    ]
+    assert [e.turn_id for e in log_entries(store)] == ["turn-0003", "turn-0002", "turn-0001"]
+
+
+def test_subagent_turns_belong_to_the_parent_session(store: Store, tmp_path: Path) -> None:
+    sid = "11111111-2222-3333-4444-555555555555"
+    proj = tmp_path / "projects" / "-home-dev-src-app"
+    (proj / sid / "subagents").mkdir(parents=True)
+    (proj / f"{sid}.jsonl").write_text(
+        prompt("u1", "explore the code", "2026-05-01T10:00:00.000Z")
+        + "\n"
+        + answer("a1", "u1", "explored", "2026-05-01T10:05:00.000Z", "msg_1")
+        + "\n"
+    )
+    (proj / sid / "subagents" / "agent-abc1234.jsonl").write_text(
+        claude_line(
+            type="user",
+            uuid="s1",
+            isSidechain=True,
+            agentId="abc1234",
+            timestamp="2026-05-01T10:00:10.000Z",
+            message={"role": "user", "content": "find the login code"},
+        )
+        + "\n"
+        + claude_line(
+            type="assistant",
+            uuid="s2",
+            parentUuid="s1",
+            isSidechain=True,
+            agentId="abc1234",
+            timestamp="2026-05-01T10:01:00.000Z",
+            message={
+                "id": "msg_s",
+                "model": "claude-haiku",
+                "role": "assistant",
+                "type": "message",
+                "content": [{"type": "text", "text": "it is in auth.py"}],
+            },
+        )
+        + "\n"
+    )
+    rep = import_paths(store, [tmp_path / "projects"])
+    assert rep.sessions_added == 1 and rep.turns_added == 2
+    s = store.session(sid)
+    assert [(t.turn_id, t.subagent) for t in s.turns] == [("u1", None), ("s1", "abc1234")]
+    assert load_turn(store, s.turns[1].object)["answered"] == "it is in auth.py"
+
+
+def test_large_outputs_are_stored_once(store: Store, tmp_path: Path) -> None:
+    big = "the same large file content\n" * 200
+    recs = [
+        turn_record(
+            i,
+            steps=[
+                {
+                    "type": "tool",
+                    "id": f"t{i}",
+                    "name": "Read",
+                    "input": {"file_path": "a.py"},
+                    "output": big,
+                    "is_error": False,
+                    "at": None,
+                }
+            ],
+        )
+        for i in range(1, 51)
+    ]
+    import_paths(store, [write_turns(tmp_path / "t.jsonl", recs)])
+    blobs = [i for i in store.objects.iter_ids() if store.objects.get(i)[0] == "blob"]
+    assert sum(1 for b in blobs if store.get_blob(b) == big.encode()) == 1
+
+
+def test_failed_turn_keeps_its_tool_steps(store: Store, tmp_path: Path) -> None:
+    steps = [
+        {
+            "type": "tool",
+            "id": "t1",
+            "name": "Bash",
+            "input": {"command": "make"},
+            "output": "error",
+            "is_error": True,
+            "at": None,
+        },
+    ]
+    record_turn(store, turn_record(1, status="failed", answered="", steps=steps))
+    turn = load_turn(store, store.session("sess-a").turns[0].object)
+    assert turn["status"] == "failed" and turn["steps"][0]["name"] == "Bash"
+
+
+def test_claude_code_import_with_bad_line(store: Store, tmp_path: Path) -> None:
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "11111111-2222-3333-4444-555555555555.jsonl").write_text(
+        prompt("u1", "q", "2026-05-01T10:00:00.000Z")
+        + "\n{broken\n"
+        + answer("a1", "u1", "ans", "2026-05-01T10:00:05.000Z", "m1")
+        + "\n"
+    )
+    rep = import_paths(store, [proj])
+    assert rep.turns_added == 1
+    assert [(p.line, "JSON" in p.message) for p in rep.problems] == [(2, True)]

@@ -1,0 +1,60 @@
+"""The canonical encoding is a contract: these golden ids must never change."""
+
+from __future__ import annotations
+
+import blake3
+import pytest
+
+from histstore.errors import BadInput, CorruptObject
+from histstore.objects import Codec, canonical_json, hash_object
+
+# blake3(b"blob 3\0abc") -- the worked example in docs/format.md
+GOLDEN_BLOB_ABC = "569f3e98d8d876887c13c900627f86bc06b99b847e263b11ae7eaba03a74b75f"
+GOLDEN_EMPTY_BLOB = "4a0b6603381c7c38c557e9ceb3cba8876f0a7863146e7309801352e80b073b65"
+# a turn object holding {"a":"é","b":1}: sorted keys, compact, UTF-8
+GOLDEN_TURN = "4e712b5217ed823ea5670efd836bb966dcfbec87bf6d6a717ed3a7788028317c"
+
+
+def test_blob_id_is_blake3_of_header_and_payload() -> None:
+    expected = blake3.blake3(b"blob 3\x00abc").hexdigest()
+    assert hash_object("blob", b"abc") == expected
+
+
+def test_golden_ids() -> None:
+    assert hash_object("blob", b"abc") == GOLDEN_BLOB_ABC
+    assert hash_object("blob", b"") == GOLDEN_EMPTY_BLOB
+    assert hash_object("turn", canonical_json({"b": 1, "a": "é"})) == GOLDEN_TURN
+
+
+def test_canonical_json_is_sorted_compact_utf8() -> None:
+    assert (
+        canonical_json({"b": 1, "a": ["é", None, True]}) == '{"a":["é",null,true],"b":1}'.encode()
+    )
+    with pytest.raises(ValueError):
+        canonical_json({"x": float("nan")})
+
+
+def test_unknown_kind_is_refused() -> None:
+    with pytest.raises(BadInput):
+        hash_object("tree", b"")
+
+
+def test_codec_roundtrip_and_verification() -> None:
+    codec = Codec()
+    oid, frame = codec.encode("blob", b"hello world")
+    assert codec.decode(oid, frame) == ("blob", b"hello world")
+    other = hash_object("blob", b"hello world!")
+    with pytest.raises(CorruptObject) as e:
+        codec.decode(other, frame)
+    assert other in str(e.value)
+
+
+def test_flipped_byte_is_corrupt_object_naming_the_id() -> None:
+    codec = Codec()
+    oid, frame = codec.encode("blob", b"x" * 1000 + b"tail")
+    for i in range(len(frame)):
+        bad = bytearray(frame)
+        bad[i] ^= 0x01
+        with pytest.raises(CorruptObject) as e:
+            codec.decode(oid, bytes(bad))
+        assert e.value.object_id == oid

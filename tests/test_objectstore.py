@@ -1,0 +1,152 @@
+"""One contract, run against every ObjectStore implementation (disk and memory)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from histstore.errors import Ambiguous, BadInput, CorruptObject, NotFound
+from histstore.objects import hash_object
+from histstore.objectstore import DiskObjectStore, MemoryObjectStore, ObjectStore
+
+
+@pytest.fixture(params=["disk", "memory"])
+def objects(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ObjectStore]:
+    if request.param == "disk":
+        s = DiskObjectStore(tmp_path / "objects")
+        yield s
+        s.close()
+    else:
+        yield MemoryObjectStore()
+
+
+class TestContract:
+    def test_put_get_roundtrip(self, objects: ObjectStore) -> None:
+        oid = objects.put("blob", b"hello")
+        assert oid == hash_object("blob", b"hello")
+        assert objects.has(oid)
+        assert objects.get(oid) == ("blob", b"hello")
+
+    def test_put_is_write_once(self, objects: ObjectStore) -> None:
+        a = objects.put("turn", b"{}")
+        b = objects.put("turn", b"{}")
+        assert a == b
+        assert list(objects.iter_ids()) == [a]
+
+    def test_missing_is_not_found(self, objects: ObjectStore) -> None:
+        with pytest.raises(NotFound):
+            objects.get(hash_object("blob", b"nope"))
+        assert not objects.has(hash_object("blob", b"nope"))
+
+    def test_batch_commit_makes_objects_visible(self, objects: ObjectStore) -> None:
+        with objects.batch() as b:
+            ids = [b.put("blob", f"obj {i}".encode()) for i in range(100)]
+            b.put("blob", b"obj 0")  # a duplicate within the batch costs nothing
+            assert b.count == 100
+        for i, oid in enumerate(ids):
+            assert objects.get(oid) == ("blob", f"obj {i}".encode())
+        assert sorted(objects.iter_ids()) == sorted(ids)
+
+    def test_batch_skips_objects_already_stored(self, objects: ObjectStore) -> None:
+        objects.put("blob", b"old")
+        with objects.batch() as b:
+            b.put("blob", b"old")
+            b.put("blob", b"new")
+            assert b.count == 1
+
+    def test_batch_abort_writes_nothing(self, objects: ObjectStore) -> None:
+        with pytest.raises(RuntimeError), objects.batch() as b:
+            for i in range(50):
+                b.put("blob", f"x{i}".encode())
+            raise RuntimeError("stop")
+        assert list(objects.iter_ids()) == []
+
+    def test_prefix_resolution(self, objects: ObjectStore) -> None:
+        with objects.batch() as b:
+            ids = [b.put("blob", str(i).encode()) for i in range(300)]
+        target = ids[7]
+        assert objects.resolve_prefix(target[:12]) == target
+        assert objects.resolve_prefix(target.upper()[:12]) == target
+        with pytest.raises(BadInput):
+            objects.resolve_prefix("xyz!")
+        with pytest.raises(NotFound):
+            objects.resolve_prefix("0" * 64)
+        # with 300 objects some 4-digit... 1-hex-digit prefixes are shared
+        firsts: dict[str, int] = {}
+        for i in ids:
+            firsts[i[:4]] = firsts.get(i[:4], 0) + 1
+        shared = [p for p, n in firsts.items() if n > 1]
+        if shared:
+            with pytest.raises(Ambiguous):
+                objects.resolve_prefix(shared[0])
+
+
+def test_disk_batch_of_many_objects_is_one_pack(tmp_path: Path) -> None:
+    s = DiskObjectStore(tmp_path / "objects")
+    with s.batch() as b:
+        for i in range(1000):
+            b.put("blob", f"object number {i}".encode())
+    packs = list((tmp_path / "objects" / "pack").glob("pack-*.pack"))
+    assert len(packs) == 1
+    assert len(list((tmp_path / "objects" / "pack").glob("pack-*.idx"))) == 1
+    assert not list(s.iter_loose())
+    # another process (a fresh instance) finds every object through the index
+    t = DiskObjectStore(tmp_path / "objects")
+    assert t.count() == 1000
+    assert t.get(hash_object("blob", b"object number 999")) == ("blob", b"object number 999")
+
+
+def test_disk_small_batch_is_loose(tmp_path: Path) -> None:
+    s = DiskObjectStore(tmp_path / "objects")
+    with s.batch() as b:
+        b.put("blob", b"one")
+        b.put("blob", b"two")
+    assert not list((tmp_path / "objects" / "pack").glob("*"))
+    assert len(list(s.iter_loose())) == 2
+
+
+def test_disk_flipped_byte_in_loose_object_is_corrupt(tmp_path: Path) -> None:
+    s = DiskObjectStore(tmp_path / "objects")
+    oid = s.put("blob", b"precious history " * 20)
+    path = tmp_path / "objects" / oid[:2] / oid[2:]
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptObject) as e:
+        s.get(oid)
+    assert oid in str(e.value)
+
+
+def test_disk_flipped_byte_in_pack_is_corrupt(tmp_path: Path) -> None:
+    s = DiskObjectStore(tmp_path / "objects")
+    with s.batch() as b:
+        ids = [b.put("blob", f"payload {i} ".encode() * 30) for i in range(100)]
+    s.close()
+    pack = next((tmp_path / "objects" / "pack").glob("pack-*.pack"))
+    data = bytearray(pack.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    pack.write_bytes(bytes(data))
+    t = DiskObjectStore(tmp_path / "objects")
+    bad = []
+    for oid in ids:
+        try:
+            t.get(oid)
+        except CorruptObject as e:
+            assert e.object_id == oid
+            bad.append(oid)
+    assert len(bad) == 1
+
+
+def test_unfinished_pack_is_invisible(tmp_path: Path) -> None:
+    """A pack without its index (an import killed before commit) is never read."""
+    s = DiskObjectStore(tmp_path / "objects")
+    b = s.batch()
+    for i in range(100):
+        b.put("blob", f"x{i}".encode())
+    # no commit: the temp pack exists but no index points at it
+    t = DiskObjectStore(tmp_path / "objects")
+    assert t.count() == 0
+    b.abort()
+    assert not list((tmp_path / "objects" / "pack").glob("*"))

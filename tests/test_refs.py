@@ -1,0 +1,151 @@
+"""Refs: validated names, compare-and-swap, the refs log and crash recovery."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from histstore.errors import BadInput, Conflict
+from histstore.objects import hash_object
+from histstore.refs import RefChange, RefStore, check_component, check_ref_name, one_line
+
+A = hash_object("blob", b"a")
+B = hash_object("blob", b"b")
+C = hash_object("blob", b"c")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "..",
+        "../x",
+        "a/b",
+        "a\\b",
+        ".hidden",
+        "x..y",
+        "nul\x00byte",
+        "line\nbreak",
+        "tab\tid",
+        "bell\x07",
+        "with space",
+        "x" * 129,
+        "name.lock",
+        "/etc/passwd",
+        "C:\\Windows",
+        "ünïcode",
+    ],
+)
+def test_ids_from_outside_cannot_escape_or_forge(bad: str) -> None:
+    with pytest.raises(BadInput):
+        check_component(bad, "session id")
+    with pytest.raises(BadInput):
+        check_ref_name("sessions/" + bad)
+
+
+@pytest.mark.parametrize(
+    "good", ["a2957e78-ccef-4cd4-9936-b7cc4c581e41", "sess_1", "x.y", "A+b=c@d"]
+)
+def test_ordinary_ids_are_accepted(good: str) -> None:
+    assert check_component(good) == good
+    assert check_ref_name("sessions/" + good)
+
+
+def test_ref_names_need_a_known_namespace() -> None:
+    for bad in ["sessions", "foo/bar", "sessions//x", "sessions/x/"]:
+        with pytest.raises(BadInput):
+            check_ref_name(bad)
+
+
+def test_a_bad_name_never_touches_the_filesystem(tmp_path: Path) -> None:
+    refs = RefStore(tmp_path / "store")
+    with pytest.raises(BadInput):
+        refs.apply([RefChange("sessions/../../escape", None, A)], "hs test")
+    assert not (tmp_path / "escape").exists()
+    assert not (tmp_path / "store").exists()
+
+
+def test_compare_and_swap(tmp_path: Path) -> None:
+    refs = RefStore(tmp_path)
+    op1 = refs.apply([RefChange("sessions/s1", None, A)], "hs one")
+    assert op1 is not None and refs.read("sessions/s1") == A
+    with pytest.raises(Conflict):
+        refs.apply([RefChange("sessions/s1", None, B)], "hs stale")
+    with pytest.raises(Conflict):
+        refs.apply([RefChange("sessions/s1", C, B)], "hs stale")
+    assert refs.read("sessions/s1") == A
+    assert len(refs.operations()) == 1
+    op2 = refs.apply([RefChange("sessions/s1", A, B), RefChange("sessions/s2", None, C)], "hs two")
+    assert op2 is not None and op2.parent == op1.op
+    assert refs.list_refs() == {"sessions/s1": B, "sessions/s2": C}
+    # deleting a ref
+    refs.apply([RefChange("sessions/s2", C, None)], "hs three")
+    assert refs.read("sessions/s2") is None
+
+
+def test_a_failed_cas_changes_nothing(tmp_path: Path) -> None:
+    refs = RefStore(tmp_path)
+    refs.apply([RefChange("sessions/s1", None, A)], "hs one")
+    before = (tmp_path / "refs.log").read_bytes()
+    with pytest.raises(Conflict):
+        refs.apply([RefChange("sessions/s2", None, B), RefChange("sessions/s1", B, C)], "hs x")
+    assert (tmp_path / "refs.log").read_bytes() == before
+    assert refs.read("sessions/s2") is None
+
+
+def test_no_change_records_no_operation(tmp_path: Path) -> None:
+    refs = RefStore(tmp_path)
+    refs.apply([RefChange("sessions/s1", None, A)], "hs one")
+    assert refs.apply([RefChange("sessions/s1", A, A)], "hs same") is None
+    assert len(refs.operations()) == 1
+
+
+def test_log_entry_holds_all_changes_time_and_command(tmp_path: Path) -> None:
+    refs = RefStore(tmp_path)
+    refs.apply(
+        [RefChange("sessions/s1", None, A), RefChange("sessions/s2", None, B)],
+        "hs import\nforged line",
+    )
+    lines = (tmp_path / "refs.log").read_text().splitlines()
+    assert len(lines) == 1
+    entry = json.loads(lines[0])
+    assert entry["command"] == "hs import forged line"
+    assert [c["ref"] for c in entry["changes"]] == ["sessions/s1", "sessions/s2"]
+    assert entry["time"].endswith("Z")
+    assert one_line("a\n\tb  c") == "a b c"
+
+
+def test_torn_last_line_is_tolerated(tmp_path: Path) -> None:
+    refs = RefStore(tmp_path)
+    refs.apply([RefChange("sessions/s1", None, A)], "hs one")
+    with open(tmp_path / "refs.log", "ab") as f:
+        f.write(b'{"op":"deadbeef","time":"2026-')  # a crash mid-append
+    ops = refs.operations()
+    assert len(ops) == 1
+    assert refs.last_operation() is not None
+    bad = [ln for ln in refs.read_log() if ln.op is None]
+    assert len(bad) == 1 and "torn" in (bad[0].error or "")
+    # the next append closes the torn line instead of gluing onto it
+    refs.apply([RefChange("sessions/s1", A, B)], "hs two")
+    assert [o.command for o in refs.operations()] == ["hs one", "hs two"]
+    assert refs.read("sessions/s1") == B
+
+
+def test_crash_between_log_and_refs_rolls_forward(tmp_path: Path) -> None:
+    refs = RefStore(tmp_path)
+    refs.apply([RefChange("sessions/s1", None, A)], "hs one")
+    # simulate: the entry of a second operation reached the log, the refs did not
+    refs_before = refs.list_refs()
+    real_apply = refs._apply_changes
+    refs._apply_changes = lambda op: (_ for _ in ()).throw(KeyboardInterrupt())  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        refs.apply([RefChange("sessions/s1", A, B), RefChange("sessions/s2", None, C)], "hs two")
+    refs._apply_changes = real_apply  # type: ignore[method-assign]
+    assert refs.list_refs() == refs_before
+    fresh = RefStore(tmp_path)
+    done = fresh.recover()
+    assert done is not None and done.command == "hs two"
+    assert fresh.list_refs() == {"sessions/s1": B, "sessions/s2": C}
+    assert fresh.recover() is None
