@@ -20,9 +20,9 @@ demo: $(STAMP)
 	echo "# demo store in $$tmp/store"; \
 	$(BIN)/hs init; \
 	$(BIN)/hs import demo/claude-projects; \
-	echo; echo '$$ hs log -n 5'; $(BIN)/hs log -n 5; \
-	last=$$($(BIN)/hs log -n 1 --json | $(BIN)/python -c 'import json,sys; print(json.loads(sys.stdin.readline())["turn_id"])'); \
-	echo; echo "\$$ hs show $$last"; $(BIN)/hs show $$last; \
+	echo; echo '$$ hs log --oneline'; $(BIN)/hs log --oneline; \
+	first=$$($(BIN)/hs log --json | tail -n 1 | $(BIN)/python -c 'import json,sys; print(json.loads(sys.stdin.read())["turn_id"])'); \
+	echo; echo "\$$ hs show --full $$first"; $(BIN)/hs show --full $$first; \
 	echo; echo '$$ hs status'; $(BIN)/hs status
 
 lint: $(STAMP)

@@ -45,6 +45,7 @@ def expand(paths: list[Path], fmt: str | None = None) -> list[tuple[Path, str | 
     for p in paths:
         if not p.exists():
             raise NotFound(f"{p}: no such file or folder", hint="check the path to import")
+        p = p.resolve()  # the source of a turn names its file the same whatever the cwd
         files = sorted(f for f in p.rglob("*.jsonl") if f.is_file()) if p.is_dir() else [p]
         for f in files:
             key = f.resolve()
