@@ -1,0 +1,53 @@
+"""The docs are part of the interface: every command is documented, and the
+worked example in docs/format.md is the id the code computes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from histstore.porcelain.cli import app
+
+from histstore.objects import hash_object
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def _commands(group: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every command and sub-group under ``group``, with its path of names."""
+    for name, cmd in sorted(group.commands.items()):
+        yield (*path, name), cmd
+        if hasattr(cmd, "commands"):
+            yield from _commands(cmd, (*path, name))
+
+
+ALL = list(_commands(typer.main.get_command(app)))
+
+
+def test_the_walk_finds_the_plumbing_subcommands() -> None:
+    names = {" ".join(p) for p, _ in ALL}
+    assert {"init", "import", "log", "plumbing", "plumbing cat-object"} <= names
+
+
+@pytest.mark.parametrize("path,cmd", ALL, ids=[" ".join(p) for p, _ in ALL])
+def test_every_command_has_help(path: tuple[str, ...], cmd: Any) -> None:
+    assert (cmd.help or "").strip(), f"hs {' '.join(path)} has no help text"
+
+
+@pytest.mark.parametrize("path,cmd", ALL, ids=[" ".join(p) for p, _ in ALL])
+def test_every_command_is_documented(path: tuple[str, ...], cmd: Any) -> None:
+    headings = set(re.findall(r"^### (hs .+?)\s*$", (DOCS / "cli.md").read_text(), re.M))
+    assert f"hs {' '.join(path)}" in headings, f"docs/cli.md has no '### hs {' '.join(path)}'"
+
+
+def test_format_worked_example_is_the_real_id() -> None:
+    text = (DOCS / "format.md").read_text()
+    start = text.index("#### Worked example: a blob")
+    section = text[start : text.index("####", start + 1)]
+    ids = re.findall(r"\b[0-9a-f]{64}\b", section)
+    assert ids, "no 64-hex id next to the blob example in docs/format.md"
+    assert set(ids) == {hash_object("blob", b"abc")}
