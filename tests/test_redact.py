@@ -1,0 +1,433 @@
+"""Secret redaction: each kind in plain text and inside raw JSON lines."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from histstore import redact
+from histstore.errors import BadInput
+from histstore.redact import DEFAULT, KINDS, Redactor, marker
+
+# Fake secrets, assembled from pieces so no secret scanner mistakes this file for a
+# leak. Each case: (kind, text to plant, the distinctive part that must disappear,
+# text of the plant that must survive).
+_B62 = "Zq8Lm3Xv7Tn2Rk5Wp9Yc4Hd6Jf1Gs0Bt"  # 32 random-looking letters and digits
+_PEM_BODY = "\n".join(
+    [
+        "MIIEpAIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun",
+        "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK",
+        "LxoS2tFczGkPLPgizskuemMghRniWaoLcyehkd3qqGElvW/VDL5AaWTg0nLVkjRo",
+    ]
+)
+_PEM = "-----BEGIN RSA PRIVATE KEY-----\n" + _PEM_BODY + "\n-----END RSA PRIVATE KEY-----"
+_AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "zEXAMPLEKEY"
+_JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    + ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
+    + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+
+CASES: list[tuple[str, str, str, str]] = [
+    ("openai-key", "sk-" + "proj-" + _B62 + "_x-" + _B62, _B62, ""),
+    ("openai-key", "sk-" + _B62 + "Qw3Er5Ty7Ui9Op1A", _B62, ""),
+    ("anthropic-key", "sk-" + "ant-api03-" + _B62 + "-" + _B62 + "AA", _B62, ""),
+    ("github-token", "ghp_" + _B62 + "a1B2", _B62, ""),
+    ("github-token", "gho_" + _B62 + "c3D4", _B62, ""),
+    ("github-token", "ghu_" + _B62 + "e5F6", _B62, ""),
+    ("github-token", "ghs_" + _B62 + "g7H8", _B62, ""),
+    ("github-token", "ghr_" + _B62 + "i9J0", _B62, ""),
+    ("github-token", "github_" + "pat_11ABCDEFG0" + _B62 + "_" + _B62 + "xYz", _B62, ""),
+    ("gitlab-token", "glpat-" + _B62[:20], _B62[:20], ""),
+    ("huggingface-token", "hf_" + _B62 + "Ab", _B62, ""),
+    ("aws-access-key-id", "AKIA" + "Q3EXAMPLE7W4ZNR2", "Q3EXAMPLE7W4ZNR2", ""),
+    ("aws-access-key-id", "ASIA" + "Y7EXAMPLE2K9PLM4", "Y7EXAMPLE2K9PLM4", ""),
+    (
+        "aws-secret-key",
+        "aws_secret_access_key = " + _AWS_SECRET,
+        _AWS_SECRET,
+        "aws_secret_access_key = ",
+    ),
+    (
+        "aws-secret-key",
+        "AWS_SECRET_ACCESS_KEY=" + _AWS_SECRET,
+        _AWS_SECRET,
+        "AWS_SECRET_ACCESS_KEY=",
+    ),
+    (
+        "aws-secret-key",
+        '{"SecretAccessKey": "' + _AWS_SECRET + '"}',
+        _AWS_SECRET,
+        "SecretAccessKey",
+    ),
+    ("slack-token", "xoxb-" + "123456789012-1234567890123-" + _B62[:24], _B62[:24], ""),
+    ("slack-token", "xoxp-" + "123456789012-" + _B62[:24], _B62[:24], ""),
+    ("slack-token", "xoxa-" + "2-" + _B62[:24], _B62[:24], ""),
+    ("slack-token", "xoxr-" + _B62[:24], _B62[:24], ""),
+    ("slack-token", "xoxs-" + _B62[:24], _B62[:24], ""),
+    (
+        "slack-webhook",
+        "https://hooks.slack.com/" + "services/T0AB1CD2E/B3FG4HI5J/" + _B62[:24],
+        _B62[:24],
+        "",
+    ),
+    ("google-api-key", "AIza" + "Sy" + _B62 + "-", _B62, ""),
+    ("stripe-key", "sk_" + "live_" + _B62[:24], _B62[:24], ""),
+    ("stripe-key", "rk_" + "live_" + _B62[:24], _B62[:24], ""),
+    ("private-key", _PEM, "u1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun", ""),
+    (
+        "private-key",
+        _PEM.replace("RSA ", "OPENSSH ").replace("BEGIN", "BEGIN"),
+        "LxoS2tFczGkPLPgizskuemMghRniWaoLcyehkd3qqGElvW",
+        "",
+    ),
+    (
+        "private-key",
+        _PEM.replace("RSA ", ""),
+        "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u",
+        "",
+    ),
+    (
+        "url-password",
+        "postgres://admin:" + "S3cr3tP4ss@db.example.com:5432/app",
+        "S3cr3tP4ss",
+        "postgres://admin:[REDACTED:url-password]@db.example.com:5432/app",
+    ),
+    (
+        "url-password",
+        "https://deploy-bot:" + "gh-Pa55w0rd!x@git.example.org/org/repo.git",
+        "gh-Pa55w0rd!x",
+        "https://deploy-bot:[REDACTED:url-password]@git.example.org/org/repo.git",
+    ),
+    (
+        "url-password",
+        "redis://:" + "p@ss#w0rd@cache.internal:6379/0",
+        "ss#w0rd",
+        "redis://:[REDACTED:url-password]@cache.internal:6379/0",
+    ),
+    ("jwt", _JWT, "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV", ""),
+    (
+        "bearer-token",
+        "Authorization: Bearer " + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4",
+        "a1B2c3D4e5F6g7H8i9J0k1L2m3N4",
+        "Authorization: Bearer [REDACTED:bearer-token]",
+    ),
+    (
+        "basic-auth",
+        "Authorization: Basic " + "ZGVwbG95OmMwcnJlY3QtaG9yc2U=",
+        "ZGVwbG95OmMwcnJlY3QtaG9yc2U",
+        "Authorization: Basic [REDACTED:basic-auth]",
+    ),
+]
+IDS = [f"{kind}-{i}" for i, (kind, *_rest) in enumerate(CASES)]
+
+BEFORE = "Here is the config I found:"
+AFTER = "-- and that is all, the task-based runner is fine."
+
+
+def _record(text: str) -> dict[str, Any]:
+    """A nested record shaped like an agent's JSON line, with ``text`` deep inside."""
+    return {
+        "type": "user",
+        "uuid": "7e8f9a0b-1c2d-4e3f-8a9b-0c1d2e3f4a5b",
+        "timestamp": "2026-01-02T03:04:05.678Z",
+        "message": {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_01", "content": text},
+                {"type": "text", "text": "caf\u00e9 \u2014 ok"},
+            ],
+        },
+        "toolUseResult": {"stdout": text, "stderr": "", "interrupted": False},
+    }
+
+
+def _builtin_only(text: str) -> str:
+    """The built-in regex pass alone, with no safety net of any kind."""
+    selected = redact._candidates(text)
+    return redact._regex(selected).sub(redact._replace_builtin, text) if selected else text
+
+
+def test_every_kind_is_covered() -> None:
+    assert {kind for kind, *_ in CASES} == set(KINDS) - {"custom"}
+
+
+@pytest.mark.parametrize(("kind", "secret", "distinct", "kept"), CASES, ids=IDS)
+def test_plain_text(kind: str, secret: str, distinct: str, kept: str) -> None:
+    text = f"{BEFORE} {secret} {AFTER}"
+    out = DEFAULT(text)
+    assert distinct not in out
+    assert marker(kind) in out
+    assert out.startswith(BEFORE + " ")
+    assert out.endswith(" " + AFTER)
+    assert kept in out
+
+
+@pytest.mark.parametrize(("kind", "secret", "distinct", "kept"), CASES, ids=IDS)
+def test_plain_text_on_its_own_lines(kind: str, secret: str, distinct: str, kept: str) -> None:
+    text = f"line one\n{secret}\nline three"
+    out = DEFAULT(text)
+    assert distinct not in out
+    assert out.startswith("line one\n")
+    assert out.endswith("\nline three")
+    assert marker(kind) in out
+
+
+@pytest.mark.parametrize("dumps_kw", [{}, {"ensure_ascii": False, "separators": (",", ":")}])
+@pytest.mark.parametrize(("kind", "secret", "distinct", "kept"), CASES, ids=IDS)
+def test_json_line(
+    kind: str, secret: str, distinct: str, kept: str, dumps_kw: dict[str, Any]
+) -> None:
+    for text in (f"{BEFORE} {secret} {AFTER}", f"{BEFORE}\n{secret}\n\t{AFTER}", secret):
+        line = json.dumps(_record(text), **dumps_kw)
+        for out in (DEFAULT(line), _builtin_only(line)):
+            assert distinct not in out
+            back = json.loads(out)  # still valid JSON
+            assert marker(kind) in out
+            # the structure and everything around the secret is intact
+            assert back["uuid"] == "7e8f9a0b-1c2d-4e3f-8a9b-0c1d2e3f4a5b"
+            assert back["message"]["content"][1]["text"] == "caf\u00e9 \u2014 ok"
+            assert back["toolUseResult"]["interrupted"] is False
+            for field in (
+                back["message"]["content"][0]["content"],
+                back["toolUseResult"]["stdout"],
+            ):
+                assert distinct not in field
+                assert marker(kind) in field
+                assert kept in field
+                if text != secret:
+                    assert field.startswith(BEFORE)
+                    assert field.endswith(AFTER)
+                    assert field == DEFAULT(text)  # same as redacting the decoded string
+
+
+@pytest.mark.parametrize(("kind", "secret", "distinct", "kept"), CASES, ids=IDS)
+def test_json_line_nested_twice(kind: str, secret: str, distinct: str, kept: str) -> None:
+    """A JSON document held as a string inside a JSON line: escapes are doubled."""
+    inner = json.dumps({"command": "cat .env", "output": f"{BEFORE}\n{secret}\n{AFTER}"})
+    line = json.dumps({"type": "tool_use", "input": inner, "n": 1})
+    out = DEFAULT(line)
+    assert distinct not in out
+    back = json.loads(out)
+    assert back["n"] == 1
+    inner_back = json.loads(back["input"])
+    assert inner_back["command"] == "cat .env"
+    assert inner_back["output"].startswith(BEFORE + "\n")
+    assert inner_back["output"].endswith("\n" + AFTER)
+    assert marker(kind) in inner_back["output"]
+
+
+def test_private_key_block_is_replaced_whole() -> None:
+    line = json.dumps({"content": f"key:\n{_PEM}\ndone"})
+    assert "\\n" in line and "\n" not in line
+    out = DEFAULT(line)
+    assert json.loads(out) == {"content": "key:\n[REDACTED:private-key]\ndone"}
+    assert DEFAULT(f"key:\n{_PEM}\ndone") == "key:\n[REDACTED:private-key]\ndone"
+
+
+def test_private_key_cut_short_still_redacted() -> None:
+    head = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + _PEM_BODY
+    text = f"$ head -4 ~/.ssh/id_ed25519\n{head}"
+    out = DEFAULT(text)
+    assert "u1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun" not in out
+    assert out.startswith("$ head -4 ~/.ssh/id_ed25519\n[REDACTED:private-key]")
+    line = json.dumps({"out": text, "x": 1})
+    red = DEFAULT(line)
+    assert "u1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun" not in red
+    assert json.loads(red)["x"] == 1
+
+
+def test_two_secrets_in_one_line() -> None:
+    a = "ghp_" + _B62 + "a1B2"
+    b = "AKIA" + "Q3EXAMPLE7W4ZNR2"
+    line = json.dumps({"a": f"export GH={a}", "b": [f"id={b}", "ok"]})
+    out = json.loads(DEFAULT(line))
+    assert out == {
+        "a": "export GH=[REDACTED:github-token]",
+        "b": ["id=[REDACTED:aws-access-key-id]", "ok"],
+    }
+
+
+def test_secret_after_json_escapes() -> None:
+    """A key right after an escaped newline or tab, or a \\uXXXX escape, is found."""
+    key = "sk-" + _B62 + "Qw3Er5Ty7Ui9Op1A"
+    for text in (f"a\n{key}", f"a\t{key}", f"\u2028{key}", f"\\{key}"):
+        for ascii_only in (True, False):
+            line = json.dumps({"t": text}, ensure_ascii=ascii_only)
+            out = DEFAULT(line)
+            assert _B62 not in out, line
+            assert json.loads(out)["t"].endswith("[REDACTED:openai-key]")
+
+
+def test_no_match_starts_inside_an_escape() -> None:
+    """A "\\rk_live_..." is a carriage return, then "k_live_...": not a Stripe key."""
+    line = json.dumps({"t": "x\rk_live_" + _B62})
+    assert DEFAULT(line) == line
+
+
+def test_url_password_keeps_scheme_user_host() -> None:
+    assert (
+        DEFAULT("git clone https://user:hunter2hunter2@github.com/o/r.git")
+        == "git clone https://user:[REDACTED:url-password]@github.com/o/r.git"
+    )
+    # no user info, or an email address in the text: nothing to redact
+    for text in ("see https://example.com:8443/path and mail dev@example.com", "a:b@c"):
+        assert DEFAULT(text) == text
+
+
+def test_no_false_positives_on_prose_and_code() -> None:
+    text = """
+    The task-based scheduler uses sk-learn style estimators (see sklearn, "sk-learn" is a
+    common misspelling) and a disk-backed cache. A ghost process, ghp and gho prefixes alone,
+    the string AKIA alone, AKIA1234 (too short), AIza alone, xox and xoxo, eyJ on its own,
+    "Bearer token" and "bearer tokens are short", Authorization: Bearer $TOKEN, and
+    Authorization: Basic $CREDS are all fine.
+    def risk_management(secret_key: str) -> None:
+        aws_secret_access_key = os.environ["AWS_SECRET_ACCESS_KEY"]
+        url = "https://example.com:8080/api?q=1"
+        email = "someone@example.com"
+        return f"{user}:{password}@{host}"
+    -----BEGIN PUBLIC KEY----- is not private. sk-xxxx and sk-... are placeholders.
+    The risk-management-framework-configuration-notes and whisk-together-the-eggs-slowly
+    are hyphenated prose, and so is the task-and-risk-assessment-workflow-documentation.
+    Hash: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+    UUID: 3f1c2a9e-5b7d-4c1e-9f2a-8d6b4e0c1a7f at 2026-01-02T03:04:05.678Z
+    """
+    assert DEFAULT(text) == text
+    line = json.dumps(_record(text))
+    assert DEFAULT(line) == line
+
+
+def test_short_placeholders_do_not_crash() -> None:
+    for text in ("sk-", "sk-xxxx", "sk-...", "ghp_", "AKIA", "-----BEGIN", "x://", ":@", "", "\\"):
+        assert DEFAULT(text) == text
+    # a long all-lowercase placeholder is left alone; one with digits is redacted
+    assert DEFAULT("sk-" + "x" * 30) == "sk-" + "x" * 30
+    assert DEFAULT("sk-" + "x" * 30 + "1") == "[REDACTED:openai-key]"
+
+
+def test_extra_patterns() -> None:
+    r = Redactor([r"ACME-[0-9]{6}", r"internal_token=(?P<secret>[0-9a-f]{8,})"])
+    text = "ticket ACME-123456, internal_token=deadbeefcafe and ghp_" + _B62 + "a1B2 end"
+    assert r(text) == (
+        "ticket [REDACTED:custom], internal_token=[REDACTED:custom] and [REDACTED:github-token] end"
+    )
+    assert DEFAULT(text) != r(text)  # the default has no extras
+    line = json.dumps({"a": "ACME-654321", "b": {"c": "internal_token=0123456789"}})
+    out = r(line)
+    assert json.loads(out) == {
+        "a": "[REDACTED:custom]",
+        "b": {"c": "internal_token=[REDACTED:custom]"},
+    }
+
+
+def test_extra_pattern_across_json_structure_keeps_json_valid() -> None:
+    """A user pattern that spans quotes or ends inside an escape cannot break a JSON line."""
+    r = Redactor([r'password": "[^"]+"', r"token=.{12}"])
+    line = json.dumps({"password": "hunter2", "x": "token=abc\ndefghijkl", "y": 1})
+    out = r(line)
+    back = json.loads(out)
+    assert "hunter2" not in out
+    assert "abc" not in out and "defghijk" not in out
+    assert back["y"] == 1
+    assert back == {
+        "[REDACTED:custom]": "[REDACTED:custom]",
+        "x": "[REDACTED:custom]kl",
+        "y": 1,
+    }
+    # on plain text the same patterns replace the whole match
+    assert r('password": "hunter2" x') == "[REDACTED:custom] x"
+
+
+@pytest.mark.parametrize("bad", ["([a-z", "*oops", "(?P<x>a)(?P<x>b)", "a{2,1}"])
+def test_bad_extra_pattern(bad: str) -> None:
+    with pytest.raises(BadInput) as info:
+        Redactor(["ok-[0-9]+", bad])
+    assert repr(bad) in str(info.value)
+    assert info.value.exit_code == 2
+
+
+@pytest.mark.parametrize("empty", ["", "a*", "(?:x|)"])
+def test_extra_pattern_matching_nothing_is_rejected(empty: str) -> None:
+    with pytest.raises(BadInput, match="empty string"):
+        Redactor([empty])
+
+
+def test_redact_obj() -> None:
+    key = "sk-" + "ant-api03-" + _B62
+    obj: dict[Any, Any] = {
+        "a": [f"key {key}", 1, None, True, 2.5, {"b": ("AKIA" + "Q3EXAMPLE7W4ZNR2",)}],
+        f"header {key}": {"nested": {"deeper": [[f"x {key} y"]]}},
+        3: "plain",
+    }
+    out = DEFAULT.redact_obj(obj)
+    assert out == {
+        "a": [
+            "key [REDACTED:anthropic-key]",
+            1,
+            None,
+            True,
+            2.5,
+            {"b": ("[REDACTED:aws-access-key-id]",)},
+        ],
+        "header [REDACTED:anthropic-key]": {
+            "nested": {"deeper": [["x [REDACTED:anthropic-key] y"]]}
+        },
+        3: "plain",
+    }
+    assert key in obj["a"][0]  # the input is not modified
+    assert DEFAULT.redact_obj("s") == "s"
+
+
+# Plants for the branches CASES does not reach.
+_MORE_PROBES = [
+    "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3yBxo",  # cut short
+    "https:\\/\\/hooks.slack.com\\/services\\/T0AB1CD2E\\/B3FG4HI5J\\/" + _B62[:24],
+    "authorization: bearer " + _B62,
+    "secretAccessKey: " + _AWS_SECRET,
+]
+
+
+def test_prechecks_cover_every_branch() -> None:
+    """The pre-check must never hide a pattern: every branch of every pattern is
+    planted somewhere above, and wherever it matches, the pre-check selects it."""
+    probes = [secret for _kind, secret, _d, _k in CASES] + _MORE_PROBES
+    for i, p in enumerate(redact._PATTERNS):
+        for j, branch in enumerate(redact._branches(i)):
+            hits = [s for s in probes if re.search(branch, s)]
+            assert hits, (p.kind, p.prefixes[j])
+            for s in hits:
+                assert i in redact._candidates(s), (p.kind, p.prefixes[j], s)
+                assert "[REDACTED:" in DEFAULT(s)
+
+
+def test_patterns_are_json_safe_by_construction() -> None:
+    """Token classes exclude quotes and backslashes: no built-in match crosses a string."""
+    quoted = json.dumps(["sk-" + _B62[:10], _B62[10:] + "Qw3Er5Ty7Ui9"])
+    assert DEFAULT(quoted) == quoted
+    assert re.search(r'\[REDACTED:[a-z-]+\]"', DEFAULT(json.dumps("sk-" + _B62)))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        'ab\\\\cd"ef\u00e9\u2028gh\n\tij\\',
+        '\\\\\\\\""\u0001\u001f' * 3,
+        "plain text only",
+    ],
+)
+def test_extra_pattern_cut_at_any_offset_keeps_json_valid(value: str) -> None:
+    """Whatever offsets a user pattern's match starts and ends at, the line stays valid."""
+    for ascii_only in (True, False):
+        line = json.dumps({"k": value, "n": [1, "x"]}, ensure_ascii=ascii_only)
+        start = line.index('"k": "') + 6
+        end = line.rindex('", "n"')
+        for i in range(start, end):
+            for j in range(i + 1, end + 3):
+                r = Redactor([rf"(?s)(?<=\A.{{{i}}}).{{{j - i}}}"])  # exactly line[i:j]
+                back = json.loads(r(line))
+                assert back["n"] == [1, "x"]
+                assert "[REDACTED:custom]" in back["k"]
