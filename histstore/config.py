@@ -14,7 +14,7 @@ from typing import Any
 
 import tomli_w
 
-from .errors import BadInput, NoStore, UnsupportedStore
+from .errors import BadInput, CorruptStore, NoStore, UnsupportedStore
 from .fsutil import atomic_write
 from .refs import now_rfc3339
 
@@ -61,7 +61,9 @@ def read_config(root: Path) -> dict[str, Any]:
     try:
         config = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise BadInput(f"{path} is not valid TOML: {e}", hint="fix or restore the file") from None
+        raise CorruptStore(
+            f"{path} is not valid TOML: {e}", hint="fix or restore the file"
+        ) from None
     version = config.get("store", {}).get("format")
     if version != FORMAT_VERSION:
         raise UnsupportedStore(

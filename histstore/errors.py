@@ -21,8 +21,6 @@ class HistError(Exception):
     """Base of every error the library raises on purpose."""
 
     exit_code = 1
-    #: a short stable name, used by plumbing's JSON output
-    code = "error"
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
@@ -35,26 +33,21 @@ class HistError(Exception):
 
 class BadInput(HistError):
     exit_code = 2
-    code = "bad-input"
 
 
 class NoStore(HistError):
     exit_code = 3
-    code = "no-store"
 
 
 class UnsupportedStore(NoStore):
-    code = "unsupported-store"
+    """A store of a format version this hs does not read."""
 
 
 class NotFound(HistError):
     exit_code = 4
-    code = "not-found"
 
 
 class Ambiguous(BadInput):
-    code = "ambiguous"
-
     def __init__(self, message: str, candidates: list[str], *, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.candidates = candidates
@@ -62,17 +55,14 @@ class Ambiguous(BadInput):
 
 class Conflict(HistError):
     exit_code = 5
-    code = "conflict"
 
 
 class Locked(HistError):
     exit_code = 6
-    code = "locked"
 
 
 class CorruptObject(HistError):
     exit_code = 7
-    code = "corrupt"
 
     def __init__(self, object_id: str, reason: str) -> None:
         super().__init__(f"object {object_id} is corrupt: {reason}")
@@ -82,4 +72,3 @@ class CorruptObject(HistError):
 
 class CorruptStore(HistError):
     exit_code = 7
-    code = "corrupt"

@@ -160,12 +160,13 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
     state: dict[str, str] = {}
     parent: str | None = None
     last_op = None
-    for i, ln in enumerate(lines):
+    for ln in lines:
         if ln.op is None:
-            last = i == len(lines) - 1
-            sev = "warning" if last else "error"
-            msg = (ln.error or "unreadable") + (" (tolerated)" if last else "")
-            out.append(Finding(sev, "refs-log", msg, f"line {ln.lineno}"))
+            # A write torn by a crash: the operation never completed (its refs were
+            # never moved) and the next append closed the line. Tolerated; real
+            # damage to an entry shows as a broken parent chain below.
+            msg = f"{ln.error or 'unreadable'}: tolerated, an operation that never completed"
+            out.append(Finding("warning", "refs-log", msg, f"line {ln.lineno}"))
             continue
         op = ln.op
         if op.parent != parent:

@@ -262,9 +262,9 @@ def import_paths(
     return imp.report
 
 
-def record_turn(store: Store, record: Any, command: str = "hs record") -> tuple[str, ImportReport]:
-    """Store one turn given as a JSON-able record (``hs record``); (turn id, report)."""
-    turn = turns_jsonl.parse_record(record, store.redactor)
+def record_turn(store: Store, text: str, command: str = "hs record") -> tuple[str, ImportReport]:
+    """Store one turn given as JSON text (``hs record``); (turn id, report)."""
+    turn = turns_jsonl.parse_text(text, store.redactor)
     if turn.get("source") is None:
         turn["source"] = {"format": "record"}
     imp = Importer(store, command)

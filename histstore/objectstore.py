@@ -246,6 +246,7 @@ class DiskObjectStore(ObjectStore):
         self.pack_dir = root / "pack"
         self.codec = Codec()
         self._packs: dict[str, Pack] = {}
+        self._pack_dir_mtime: int | None = None
         self._scan_packs()
 
     def close(self) -> None:
@@ -254,9 +255,16 @@ class DiskObjectStore(ObjectStore):
         self._packs = {}
 
     def _scan_packs(self) -> bool:
-        """Open packs that appeared since the last scan. True if any did."""
-        if not self.pack_dir.is_dir():
+        """Open packs that appeared since the last scan. True if any did.
+
+        Cheap when nothing changed: one stat of the pack directory."""
+        try:
+            mtime = os.stat(self.pack_dir).st_mtime_ns
+        except FileNotFoundError:
             return False
+        if mtime == self._pack_dir_mtime:
+            return False
+        self._pack_dir_mtime = mtime
         added = False
         for idx in sorted(self.pack_dir.glob("pack-*.idx")):
             if idx.name not in self._packs:
@@ -375,6 +383,7 @@ class _PackBatch(Batch):
         self._fh: BinaryIO | None = None
         self._offset = len(PACK_MAGIC)
         self._done = False
+        self._loose: set[str] | None = None
 
     def _open(self) -> None:
         self.store.pack_dir.mkdir(parents=True, exist_ok=True)
@@ -391,12 +400,20 @@ class _PackBatch(Batch):
         self.records.append((raw, self._offset, len(frame)))
         self._offset += len(frame)
 
+    def _stored(self, object_id: str, raw: bytes) -> bool:
+        """Whether the store has the object. Loose objects are listed once per
+        batch instead of a stat per object; a miss only costs a duplicate."""
+        if self._loose is None:
+            self.store._scan_packs()
+            self._loose = set(self.store.iter_loose())
+        return object_id in self._loose or any(p.has(raw) for p in self.store._packs.values())
+
     def put(self, kind: str, payload: bytes) -> str:
         if self._done:
             raise RuntimeError("this batch is already committed")
         object_id, frame = self.store.codec.encode(kind, payload)
         raw = bytes.fromhex(object_id)
-        if raw in self.seen or self.store.has(object_id):
+        if raw in self.seen or self._stored(object_id, raw):
             return object_id
         self.seen.add(raw)
         if self._fh is None and len(self.small) < self.LOOSE_MAX:

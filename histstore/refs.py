@@ -34,7 +34,7 @@ from typing import Any
 import blake3
 
 from .errors import BadInput, Conflict, CorruptStore
-from .fsutil import append_line, atomic_write, fsync_dir
+from .fsutil import append_line, atomic_write, fsync_dir, fsync_file, sync_filesystem
 from .objects import canonical_json, is_object_id
 
 _COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+=-]*$")
@@ -232,20 +232,29 @@ class RefStore:
         except FileNotFoundError:
             return None
 
-    def _write_ref(self, name: str, value: str | None) -> None:
+    BULK = 16
+
+    def _write_ref(self, name: str, value: str | None, *, sync: bool) -> None:
         path = self._path(name)
         if value is None:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             return
-        atomic_write(path, (value + "\n").encode("ascii"), sync_dir=False)
+        atomic_write(path, (value + "\n").encode("ascii"), sync=sync, sync_dir=False)
 
     def _apply_changes(self, op: Operation) -> None:
+        # Many refs (an import touching thousands of sessions): write them all,
+        # then flush the filesystem once. Few refs: fsync each file. Either way
+        # each directory touched is fsynced before refs.applied says "done".
+        bulk = len(op.changes) > self.BULK
         dirs: set[Path] = set()
         for c in op.changes:
-            self._write_ref(c.ref, c.new)
+            self._write_ref(c.ref, c.new, sync=not bulk)
             dirs.add(self._path(c.ref).parent)
-        # Each ref file is fsynced; each directory once at the end.
+        if bulk and not sync_filesystem(self.root):
+            for c in op.changes:
+                if c.new is not None:
+                    fsync_file(self._path(c.ref))
         for d in dirs:
             if d.is_dir():
                 fsync_dir(d)
@@ -281,11 +290,10 @@ class RefStore:
         the old are dropped; with none left, nothing is written and None returned.
         """
         self.recover()
-        real = [c for c in changes if c.old != c.new]
-        names = [c.ref for c in real]
+        names = [c.ref for c in changes]
         if len(set(names)) != len(names):
             raise BadInput("an operation changes the same ref twice")
-        for c in real:
+        for c in changes:  # every expectation is checked, no-op changes too
             check_ref_name(c.ref)
             for v in (c.old, c.new):
                 if v is not None and not is_object_id(v):
@@ -296,6 +304,7 @@ class RefStore:
                     f"ref {c.ref} is {cur or 'absent'}, expected {c.old or 'absent'}",
                     hint="another operation changed it first; read it again and retry",
                 )
+        real = [c for c in changes if c.old != c.new]
         if not real:
             return None
         last = self.last_operation()

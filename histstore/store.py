@@ -87,6 +87,17 @@ class SessionRev:
         )
 
 
+def lock_timeout() -> float:
+    text = os.environ.get("HS_LOCK_TIMEOUT", "30")
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise BadInput(f"HS_LOCK_TIMEOUT={text!r} is not a number of seconds", hint="e.g. 30")
+    return value
+
+
 class Store:
     def __init__(self, root: Path, config: dict[str, Any]) -> None:
         self.root = root
@@ -95,7 +106,7 @@ class Store:
         self.refs = RefStore(root)
         self.redactor = Redactor(config.get("redact", {}).get("patterns", []))
         self._lock = filelock.FileLock(str(root / "lock"))
-        self.lock_timeout = float(os.environ.get("HS_LOCK_TIMEOUT", "30"))
+        self.lock_timeout = lock_timeout()
 
     # ------------------------------------------------------------ lifecycle
 

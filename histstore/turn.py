@@ -7,7 +7,9 @@ Field names are a contract (docs/format.md, "Turn"):
 ================  =========================================================
 ``turn_id``       str, unique within the agent (Claude Code: the prompt's uuid)
 ``session_id``    str, the session the turn belongs to
-``project``       str, the project key (git top level of the cwd, else the cwd)
+``project``       str, the project key: the top level of the git work tree of the
+                  directory the session ran in, else that directory (see
+                  histstore.project; Claude Code: its launch directory)
 ``asked_at``      str, RFC 3339 UTC with milliseconds, ``2026-01-02T03:04:05.678Z``
 ``asked``         str, what the person asked
 ``answered``      str, the agent's final answer ("" when there was none)

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from histstore.errors import BadInput, NotFound
-from histstore.fsck import fsck
+from histstore.fsck import KIND_OF_NAMESPACE, fsck
 from histstore.objects import KINDS, canonical_json, hash_object
 from histstore.refs import RefChange, check_ref_name
 
@@ -50,8 +50,22 @@ def hash_object_cmd(
             data = canonical_json(json.loads(data))
         except ValueError as e:
             raise BadInput(f"{path}: a {kind} object must be JSON ({e})") from None
-    object_id = open_store(ctx).objects.put(kind, data) if write else hash_object(kind, data)
-    emit({"id": object_id, "kind": kind, "size": len(data), "written": write})
+    redacted = False
+    if write:
+        store = open_store(ctx)
+        # what is written is redacted first, like everything else the store keeps
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None:
+            clean = store.redactor(text).encode("utf-8")
+            redacted = clean != data
+            data = canonical_json(json.loads(clean)) if kind != "blob" else clean
+        object_id = store.objects.put(kind, data)
+    else:
+        object_id = hash_object(kind, data)
+    emit({"id": object_id, "kind": kind, "size": len(data), "written": write, "redacted": redacted})
 
 
 @app.command("cat-object")
@@ -62,7 +76,8 @@ def cat_object(
         bool, typer.Option("--raw", help="Write the payload bytes as they are.")
     ] = False,
 ) -> None:
-    """Print an object, verified: {"id", "kind", "size", "payload" | "base64"}."""
+    """Print an object, verified: {"id", "kind", "size"} and "payload" (JSON kinds),
+    "text" (a UTF-8 blob) or "base64" (any other blob)."""
     store = open_store(ctx)
     full = store.objects.resolve_prefix(object_id)
     kind, payload = store.objects.get(full)
@@ -112,9 +127,16 @@ def update_ref(
     new_id = _opt_id(new)
     if new_id is not None:
         new_id = store.objects.resolve_prefix(new_id)
+        kind = store.objects.get(new_id)[0]
+        want = KIND_OF_NAMESPACE.get(name.split("/")[0])
+        if want and kind != want:
+            raise BadInput(f"{name} must point at a {want} object; {new_id[:12]} is a {kind}")
+    old_id = _opt_id(old)
+    if old_id is not None:
+        old_id = store.objects.resolve_prefix(old_id)
     with store.lock():
         current = store.refs.read(name)
-        expected = current if old is None else _opt_id(old)
+        expected = current if old is None else old_id
         op = store.apply(
             [RefChange(name, expected, new_id)],
             command_line(ctx, name, new),

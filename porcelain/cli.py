@@ -31,7 +31,8 @@ from . import render
 
 app = new_app(
     "histstore: keep what coding agents did and remember, for good.\n\n"
-    "The store is --store, else $HISTORY_DIR, else ~/.local/share/histstore."
+    "The store is --store, else $HISTORY_DIR, else the platform data directory\n"
+    "($XDG_DATA_HOME/histstore or ~/.local/share/histstore on Linux)."
 )
 app.add_typer(plumbing_app, name="plumbing")
 
@@ -123,11 +124,11 @@ def record(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     if not data.strip():
         raise BadInput("no turn on stdin", hint="pipe one JSON turn object into `hs record`")
     try:
-        obj = json.loads(data)
+        json.loads(data)
     except ValueError as e:
         raise BadInput(f"stdin is not JSON: {e}", hint="give one JSON object") from None
     store = open_store(ctx)
-    turn_id, rep = record_turn(store, obj, command=command_line(ctx))
+    turn_id, rep = record_turn(store, data, command=command_line(ctx))
     if json_out:
         out = rep.as_json()
         out["turn_id"] = turn_id

@@ -19,8 +19,8 @@ class HS:
     def __call__(self, *args: str, input: str | None = None) -> Any:
         return self.runner.invoke(app, list(args), input=input, catch_exceptions=False)
 
-    def json_lines(self, *args: str) -> list[Any]:
-        r = self(*args)
+    def json_lines(self, *args: str, input: str | None = None) -> list[Any]:
+        r = self(*args, input=input)
         assert r.exit_code == 0, r.stderr
         return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
 

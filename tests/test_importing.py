@@ -80,9 +80,9 @@ def test_grown_session_file_adds_only_new_turns(store: Store, tmp_path: Path) ->
 
 
 def test_same_turn_id_new_content_is_a_new_revision(store: Store, tmp_path: Path) -> None:
-    record_turn(store, turn_record(1))
+    record_turn(store, json.dumps(turn_record(1)))
     old_obj = store.session("sess-a").turns[0].object
-    record_turn(store, turn_record(1, answered="revised answer"))
+    record_turn(store, json.dumps(turn_record(1, answered="revised answer")))
     s = store.session("sess-a")
     assert len(s.turns) == 1
     assert load_turn(store, s.turns[0].object)["answered"] == "revised answer"
@@ -187,7 +187,7 @@ def test_failed_turn_keeps_its_tool_steps(store: Store, tmp_path: Path) -> None:
             "at": None,
         },
     ]
-    record_turn(store, turn_record(1, status="failed", answered="", steps=steps))
+    record_turn(store, json.dumps(turn_record(1, status="failed", answered="", steps=steps)))
     turn = load_turn(store, store.session("sess-a").turns[0].object)
     assert turn["status"] == "failed" and turn["steps"][0]["name"] == "Bash"
 
@@ -204,3 +204,29 @@ def test_claude_code_import_with_bad_line(store: Store, tmp_path: Path) -> None:
     rep = import_paths(store, [proj])
     assert rep.turns_added == 1
     assert [(p.line, "JSON" in p.message) for p in rep.problems] == [(2, True)]
+
+
+def test_project_key_is_the_git_top_level_when_local(store: Store, tmp_path: Path) -> None:
+    from histstore.project import project_key
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src" / "pkg").mkdir(parents=True)
+    assert project_key(str(repo / "src" / "pkg")) == str(repo)
+    assert project_key(str(tmp_path)) == str(tmp_path)
+    assert project_key("/no/such/machine/path") == "/no/such/machine/path"
+    assert project_key("C:\\Users\\dev\\app") == "C:\\Users\\dev\\app"
+    proj = tmp_path / "projects" / "-x"
+    proj.mkdir(parents=True)
+    (proj / "11111111-2222-3333-4444-555555555555.jsonl").write_text(
+        claude_line(
+            type="user",
+            uuid="u1",
+            cwd=str(repo / "src"),
+            timestamp="2026-05-01T10:00:00.000Z",
+            message={"role": "user", "content": "hello"},
+        )
+        + "\n"
+    )
+    import_paths(store, [proj])
+    assert store.session("11111111-2222-3333-4444-555555555555").project == str(repo)

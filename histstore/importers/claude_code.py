@@ -50,7 +50,9 @@ Fields
   that has one, else the project folder's name (the slug). For a sub-agent file
   it is the first cwd of the *parent* session file when that file is found
   beside it (a sub-agent may run in its own worktree; its turns still belong to
-  the parent's project), else the sub-agent file's own first cwd.
+  the parent's project), else the sub-agent file's own first cwd. When that
+  directory exists on this machine, the key is the top of its git work tree
+  (histstore.project.project_key), the same key recall scopes to.
 * One assistant API message written as several lines (same ``message.id``) is
   merged: ``answered`` is the last ``text`` block of the last assistant message of
   the turn, "" when that message has no text or is an API error.
@@ -77,6 +79,7 @@ from typing import Any
 
 from histstore.errors import BadInput
 from histstore.importers import Parsed, Problem, Redact, SessionMeta
+from histstore.project import project_key
 from histstore.turn import is_untrusted_tool, normalize_time
 
 __all__ = ["find_files", "is_claude_code_line", "parse_file"]
@@ -436,7 +439,7 @@ def parse_file(path: pathlib.Path, redact: Redact) -> Iterator[Parsed]:
     project = None
     if sub_mode:
         project = _parent_cwd(path, layout, session_id, redact)
-    project = project or first_cwd or _project_slug(path)
+    project = project_key(project or first_cwd or _project_slug(path))
 
     subagent: str | None = None
     subagent_meta: Any = None

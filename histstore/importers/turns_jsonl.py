@@ -1,6 +1,7 @@
 """The project's own turn JSONL: one turn record per line (docs/format.md, "Turn JSONL").
 
-This is what ``hs export --format jsonl`` writes and what ``hs record`` reads.
+This is what ``hs record`` reads (one line on stdin) and the format ``hs export
+--format jsonl`` will write, so an export can be imported again.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ def is_turn_line(obj: Any) -> bool:
     return isinstance(obj, dict) and "turn_id" in obj and "asked" in obj and "session_id" in obj
 
 
-def parse_record(obj: Any, redact: Redact) -> dict[str, Any]:
-    """Redact every string of a record from outside, then validate it."""
-    redact_obj = getattr(redact, "redact_obj", None)
-    if redact_obj is not None:
-        obj = redact_obj(obj)
+def parse_text(text: str, redact: Redact) -> dict[str, Any]:
+    """One turn from its JSON text: the text is redacted first (the redactor keeps
+    JSON valid), so no secret reaches a parsed value; then it is validated."""
+    try:
+        obj = json.loads(redact(text))
+    except json.JSONDecodeError as e:
+        raise BadInput(f"not valid JSON ({e.msg})") from None
     return normalize_turn(obj)
 
 
@@ -35,15 +38,10 @@ def parse_file(path: Path, redact: Redact) -> Iterator[Parsed]:
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as e:
-                yield Problem(str(path), lineno, f"not valid JSON ({e.msg})")
+                turn = parse_text(raw.decode("utf-8"), redact)
+            except UnicodeDecodeError:
+                yield Problem(str(path), lineno, "not valid UTF-8")
                 continue
-            except ValueError:
-                yield Problem(str(path), lineno, "not valid JSON (not UTF-8)")
-                continue
-            try:
-                turn = parse_record(obj, redact)
             except BadInput as e:
                 yield Problem(str(path), lineno, e.message)
                 continue

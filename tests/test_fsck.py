@@ -1,0 +1,98 @@
+"""fsck finds each kind of damage, tolerates what a crash leaves, and repairs it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from helpers import HS, turn_record
+
+from histstore.fsck import fsck
+from histstore.store import Store
+
+
+def setup(hs: HS) -> None:
+    hs("init")
+    hs("record", input=json.dumps(turn_record(1)))
+    hs("record", input=json.dumps(turn_record(2)))
+
+
+def findings(store_path: Path) -> list[tuple[str, str, str]]:
+    with Store.open(store_path) as s:
+        return [(f.severity, f.check, f.message) for f in fsck(s)]
+
+
+def test_clean_store(hs: HS, store_path: Path) -> None:
+    setup(hs)
+    assert findings(store_path) == []
+    r = hs("fsck")
+    assert r.exit_code == 0 and r.stdout.strip() == "ok: the store is consistent"
+
+
+def test_missing_object_is_an_error(hs: HS, store_path: Path) -> None:
+    setup(hs)
+    turn_obj = hs.json_lines("log", "--json")[0]["object"]
+    (store_path / "objects" / turn_obj[:2] / turn_obj[2:]).unlink()
+    got = findings(store_path)
+    assert any(s == "error" and "missing turn" in m for s, _, m in got)
+    r = hs("fsck")
+    assert r.exit_code == 7 and "error" in r.stderr
+
+
+def test_torn_refs_log_line_is_tolerated_and_reported(hs: HS, store_path: Path) -> None:
+    setup(hs)
+    with open(store_path / "refs.log", "ab") as f:
+        f.write(b'{"op": "abc", "time": "2026-0')
+    got = findings(store_path)
+    assert [(s, c) for s, c, _ in got] == [("warning", "refs-log")]
+    r = hs("fsck")
+    assert r.exit_code == 0 and "torn" in r.stdout
+    # the next operation closes the torn line; it stays a tolerated warning
+    hs("record", input=json.dumps(turn_record(3)))
+    got = findings(store_path)
+    assert [(s, c) for s, c, _ in got] == [("warning", "refs-log")]
+    assert len(hs.json_lines("log", "--json")) == 3
+
+
+def test_damaged_log_entry_breaks_the_chain(hs: HS, store_path: Path) -> None:
+    setup(hs)
+    lines = (store_path / "refs.log").read_text().splitlines()
+    lines[0] = lines[0][:20]  # a complete entry damaged in the middle of the log
+    (store_path / "refs.log").write_text("\n".join(lines) + "\n")
+    got = findings(store_path)
+    assert any(s == "error" and "does not follow" in m for s, _, m in got)
+
+
+def test_ref_moved_behind_the_logs_back_is_an_error(hs: HS, store_path: Path) -> None:
+    setup(hs)
+    first = hs.json_lines("plumbing", "refs-log")[0]["changes"][0]["new"]
+    (store_path / "refs" / "sessions" / "sess-a").write_text(first + "\n")
+    got = findings(store_path)
+    assert any(s == "error" and "refs log says" in m for s, _, m in got)
+
+
+def test_interrupted_operation_is_a_warning_and_repair_completes_it(
+    hs: HS, store_path: Path
+) -> None:
+    setup(hs)
+    ops = hs.json_lines("plumbing", "refs-log")
+    change = ops[-1]["changes"][0]
+    # a crash after the log entry, before the ref moved
+    (store_path / "refs" / "sessions" / "sess-a").write_text(change["old"] + "\n")
+    (store_path / "refs.applied").write_text(ops[0]["op"] + "\n")
+    got = findings(store_path)
+    assert [(s, c) for s, c, _ in got] == [("warning", "refs-log")]
+    r = hs("fsck", "--repair")
+    assert r.exit_code == 0 and "completed an operation" in r.stdout
+    assert findings(store_path) == []
+    assert (store_path / "refs" / "sessions" / "sess-a").read_text().strip() == change["new"]
+
+
+def test_leftover_pack_of_a_killed_import(hs: HS, store_path: Path) -> None:
+    setup(hs)
+    (store_path / "objects" / "pack" / "tmp-999999-abcdef.pack").write_bytes(b"HSPACK\x00\x01x")
+    got = findings(store_path)
+    assert [(s, c) for s, c, _ in got] == [("warning", "pack")]
+    r = hs("fsck", "--repair")
+    assert r.exit_code == 0
+    assert not list((store_path / "objects" / "pack").glob("tmp-*"))
