@@ -150,7 +150,10 @@ class Store:
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
-        """The writers' lock. Waits up to ``HS_LOCK_TIMEOUT`` seconds (default 30)."""
+        """The writers' lock. Waits up to ``HS_LOCK_TIMEOUT`` seconds (default 30).
+
+        A writer that takes it first completes an operation a crash left logged
+        but not applied, so what it reads under the lock is the latest state."""
         try:
             self._lock.acquire(timeout=self.lock_timeout)
         except filelock.Timeout:
@@ -159,6 +162,7 @@ class Store:
                 hint="wait for the other hs command to finish, then try again",
             ) from None
         try:
+            self.refs.recover()
             yield
         finally:
             self._lock.release()
