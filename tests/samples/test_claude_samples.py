@@ -159,3 +159,27 @@ def test_subagent_results_point_at_subagent_files() -> None:
             if isinstance(result, dict) and isinstance(result.get("agentId"), str):
                 linked.add(result["agentId"])
     assert linked <= agent_ids
+
+
+def test_import_every_sample_into_a_store(tmp_path: pathlib.Path) -> None:
+    """End to end: every sample file imports into one store that fsck passes,
+    holding as many turns as the parser finds, at most half the raw size; a
+    second import adds nothing."""
+    from histstore.fsck import fsck
+    from histstore.importing import import_paths
+    from histstore.objectstore import DiskObjectStore
+    from histstore.store import Store
+
+    root = SAMPLES / "claude-code"
+    store, _ = Store.init(tmp_path / "store")
+    with store:
+        rep = import_paths(store, [root])
+        assert rep.problems == []
+        assert [f for f in fsck(store) if f.severity == "error"] == []
+        stored = sum(len(s.turns) for s in store.sessions())
+        assert stored == rep.turns_added > 0
+        raw = sum(p.stat().st_size for p in root.rglob("*.jsonl"))
+        assert isinstance(store.objects, DiskObjectStore)
+        assert store.objects.size_on_disk() <= 0.5 * raw
+        again = import_paths(store, [root])
+        assert again.operation is None and again.turns_unchanged == stored
