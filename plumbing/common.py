@@ -23,12 +23,13 @@ from histstore.store import Store
 
 
 def report_error(e: HistError) -> None:
-    typer.echo(f"hs: error: {e.message}", err=True)
+    """One line: what went wrong with which input, and what to do about it.
+    An ambiguous id is followed by its candidates, one per line."""
+    hint = f"; hint: {e.hint}" if e.hint else ""
+    typer.echo(f"hs: error: {e.message}{hint}", err=True)
     if isinstance(e, Ambiguous) and e.candidates:
         for c in e.candidates:
             typer.echo(f"  {c}", err=True)
-    if e.hint:
-        typer.echo(f"hint: {e.hint}", err=True)
 
 
 class HsGroup(TyperGroup):
@@ -55,8 +56,11 @@ class HsGroup(TyperGroup):
         except Exception as e:  # the last resort: never a traceback to a user
             if os.environ.get("HS_DEBUG"):
                 raise
-            typer.echo(f"hs: internal error: {type(e).__name__}: {e}", err=True)
-            typer.echo("hint: run again with HS_DEBUG=1 for details, and report it", err=True)
+            typer.echo(
+                f"hs: internal error: {type(e).__name__}: {e}; "
+                "hint: run again with HS_DEBUG=1 for details, and report it",
+                err=True,
+            )
             ctx.exit(1)
 
 
