@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BadInput
-from .importers import Problem, SessionMeta, claude_code, turns_jsonl
+from .importers import Problem, Progress, SessionMeta, claude_code, turns_jsonl
 from .importers.detect import expand
 from .objects import canonical_json
 from .objectstore import Batch
@@ -35,8 +35,6 @@ from .store import SESSION_PREFIX, SessionRev, Store, TurnEntry
 from .turn import BLOB_THRESHOLD, Turn
 
 PARSERS = {"turns": turns_jsonl.parse_file, "claude-code": claude_code.parse_file}
-
-Progress = Callable[[int], None]
 
 
 def stored_turn(put: Callable[[str, bytes], str], turn: Turn) -> dict[str, Any]:
@@ -246,7 +244,7 @@ def import_paths(
                 continue
             imp.report.files += 1
             try:
-                for item in PARSERS[f](path, store.redactor):
+                for item in PARSERS[f](path, store.redactor, progress):
                     if isinstance(item, Problem):
                         imp.report.problems.append(item)
                     elif isinstance(item, SessionMeta):
@@ -256,8 +254,6 @@ def import_paths(
                         imp.add_turn(batch, item, (str(path), int(src.get("line") or 0)))
             except OSError as e:
                 imp.report.problems.append(Problem(str(path), 0, f"cannot read: {e.strerror}"))
-            if progress:
-                progress(_size(path))
         imp.commit(batch)
     return imp.report
 

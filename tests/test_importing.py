@@ -230,3 +230,13 @@ def test_project_key_is_the_git_top_level_when_local(store: Store, tmp_path: Pat
     )
     import_paths(store, [proj])
     assert store.session("11111111-2222-3333-4444-555555555555").project == str(repo)
+
+
+def test_progress_reports_every_byte_read(store: Store, tmp_path: Path) -> None:
+    recs = [turn_record(i, asked="x" * 3000) for i in range(1, 800)]
+    path = write_turns(tmp_path / "t.jsonl", recs)
+    (tmp_path / "notes.jsonl").write_text('{"something": "else"}\n')
+    seen: list[int] = []
+    import_paths(store, [path, tmp_path / "notes.jsonl"], progress=seen.append)
+    assert len(seen) > 2  # a long file reports as it goes, not once at the end
+    assert sum(seen) == path.stat().st_size + (tmp_path / "notes.jsonl").stat().st_size

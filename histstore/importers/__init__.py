@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 Redact = Callable[[str], str]
+#: called with a number of bytes read, so a caller can show progress
+Progress = Callable[[int], None]
+PROGRESS_STEP = 1 << 20  # report at most once per MiB read
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from histstore.errors import BadInput
-from histstore.importers import Parsed, Problem, Redact, SessionMeta
+from histstore.importers import PROGRESS_STEP, Parsed, Problem, Progress, Redact, SessionMeta
 from histstore.project import project_key
 from histstore.turn import is_untrusted_tool, normalize_time
 
@@ -266,9 +266,16 @@ class _Group:
     extra_raw: list[tuple[int, str]] = field(default_factory=list)  # preamble, summaries
 
 
-def _read_lines(path: pathlib.Path, redact: Redact, problems: list[Problem]) -> Iterator[_Line]:
+def _read_lines(
+    path: pathlib.Path, redact: Redact, problems: list[Problem], progress: Progress | None = None
+) -> Iterator[_Line]:
+    unreported = 0
     with open(path, "rb") as fh:
         for lineno, data in enumerate(fh, start=1):
+            unreported += len(data)
+            if progress is not None and unreported >= PROGRESS_STEP:
+                progress(unreported)
+                unreported = 0
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError:
@@ -289,6 +296,8 @@ def _read_lines(path: pathlib.Path, redact: Redact, problems: list[Problem]) -> 
                 problems.append(Problem(str(path), lineno, "not a JSON object"))
                 continue
             yield _Line(lineno, text, obj)
+    if progress is not None and unreported:
+        progress(unreported)
 
 
 def _subagent_layout(path: pathlib.Path) -> str | None:
@@ -353,7 +362,9 @@ def _read_meta(path: pathlib.Path, redact: Redact, problems: list[Problem]) -> A
 # --------------------------------------------------------------------------- parsing
 
 
-def parse_file(path: pathlib.Path, redact: Redact) -> Iterator[Parsed]:
+def parse_file(
+    path: pathlib.Path, redact: Redact, progress: Progress | None = None
+) -> Iterator[Parsed]:
     """Yield turn records, Problems and SessionMeta for one Claude Code session file
     (a main session file or a sub-agent file, either layout)."""
     path = pathlib.Path(path)
@@ -374,7 +385,7 @@ def parse_file(path: pathlib.Path, redact: Redact) -> Iterator[Parsed]:
     summary_title: str | None = None
     ai_title: str | None = None
 
-    for line in _read_lines(path, redact, problems):
+    for line in _read_lines(path, redact, problems, progress):
         yield from problems
         problems.clear()
         obj = line.obj

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import BadInput
 from ..turn import normalize_turn
-from . import Parsed, Problem, Redact
+from . import PROGRESS_STEP, Parsed, Problem, Progress, Redact
 
 FORMAT = "turns"
 
@@ -32,9 +32,14 @@ def parse_text(text: str, redact: Redact) -> dict[str, Any]:
     return normalize_turn(obj)
 
 
-def parse_file(path: Path, redact: Redact) -> Iterator[Parsed]:
+def parse_file(path: Path, redact: Redact, progress: Progress | None = None) -> Iterator[Parsed]:
+    unreported = 0
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
+            unreported += len(raw)
+            if progress is not None and unreported >= PROGRESS_STEP:
+                progress(unreported)
+                unreported = 0
             if not raw.strip():
                 continue
             try:
@@ -48,3 +53,5 @@ def parse_file(path: Path, redact: Redact) -> Iterator[Parsed]:
             if turn.get("source") is None:
                 turn["source"] = {"format": FORMAT, "file": str(path), "line": lineno}
             yield turn
+    if progress is not None and unreported:
+        progress(unreported)
