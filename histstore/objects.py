@@ -23,7 +23,6 @@ import zstandard
 from .errors import BadInput, CorruptObject
 
 KINDS = ("blob", "turn", "session", "memtree", "memrev", "marker")
-ID_LEN = 64
 _ID_RE = re.compile(r"^[0-9a-f]{64}$")
 _PREFIX_RE = re.compile(r"^[0-9a-f]{4,64}$")
 

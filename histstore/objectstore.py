@@ -349,13 +349,6 @@ class DiskObjectStore(ObjectStore):
                 if (d.name + f.name).startswith(prefix) and len(f.name) == 62:
                     yield d.name + f.name
 
-    def read_frame(self, object_id: str) -> bytes:
-        """The stored compressed bytes of an object, unverified (fsck, sync)."""
-        frame = self._frame(check_id(object_id))
-        if frame is None:
-            raise NotFound(f"no object {object_id}")
-        return frame
-
     def size_on_disk(self) -> int:
         total = 0
         for dirpath, _, files in os.walk(self.root):

@@ -220,10 +220,6 @@ def _regex(selected: tuple[int, ...]) -> re.Pattern[str]:
     return re.compile("|".join(b for i in selected for b in _branches(i)))
 
 
-#: every built-in pattern in one regex
-ALL_PATTERNS = _regex(tuple(range(len(_PATTERNS))))
-
-
 def _candidates(text: str) -> tuple[int, ...]:
     """Indices of the patterns that may match ``text``, in order."""
     hits: set[int] = set()

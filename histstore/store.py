@@ -23,7 +23,7 @@ import filelock
 
 from .config import FORMAT_VERSION, new_config, read_config, write_config
 from .errors import BadInput, CorruptObject, Locked, NotFound
-from .objects import canonical_json, decode_json
+from .objects import decode_json
 from .objectstore import DiskObjectStore, ObjectStore
 from .redact import Redactor
 from .refs import Operation, RefChange, RefStore, check_component
@@ -168,9 +168,6 @@ class Store:
             self._lock.release()
 
     # ------------------------------------------------------------ objects
-
-    def put_json(self, kind: str, obj: Any) -> str:
-        return self.objects.put(kind, canonical_json(obj))
 
     def get_json(self, object_id: str, kind: str | None = None) -> Any:
         k, payload = self.objects.get(object_id)

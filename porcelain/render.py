@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from typing import Any
 
 from histstore.store import SessionRev
@@ -97,7 +96,3 @@ def step_text(step: dict[str, Any]) -> str:
         str(kind), f"event {step.get('kind', '')}"
     )
     return f"── {label}{at}\n" + indent(text)
-
-
-def wrap(text: str, width: int = 88) -> str:
-    return "\n".join(textwrap.fill(p, width) if p else "" for p in text.split("\n"))

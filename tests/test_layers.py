@@ -5,6 +5,7 @@ distribution claims no generic top-level import names."""
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -69,6 +70,12 @@ def test_packages_live_under_the_histstore_namespace() -> None:
     reason="setuptools is not installed in this environment",
 )
 def test_built_wheel_claims_only_histstore(tmp_path: Path) -> None:
+    # build from a copy: a build writes build/ and egg-info beside its sources
+    src = tmp_path / "src"
+    for name in ("histstore", "plumbing", "porcelain"):
+        shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
     subprocess.run(
         [
             sys.executable,
@@ -80,7 +87,7 @@ def test_built_wheel_claims_only_histstore(tmp_path: Path) -> None:
             "-q",
             "-w",
             str(tmp_path),
-            str(ROOT),
+            str(src),
         ],
         check=True,
         capture_output=True,

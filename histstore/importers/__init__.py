@@ -11,7 +11,7 @@ Every importer is a pure parser: it reads files, never touches a store, and yiel
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,4 +39,3 @@ class SessionMeta:
 
 
 Parsed = dict[str, Any] | Problem | SessionMeta
-ParseResult = Iterator[Parsed]
