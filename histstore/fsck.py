@@ -17,10 +17,8 @@ from typing import Any
 from .errors import BadInput, CorruptObject, CorruptStore, HistError
 from .objects import decode_json, is_object_id
 from .objectstore import DiskObjectStore
-from .refs import check_ref_name
+from .refs import KIND_OF_NAMESPACE, check_ref_name
 from .store import SESSION_PREFIX, Store
-
-KIND_OF_NAMESPACE = {"sessions": "session", "memory": "memrev", "overlay": "marker"}
 
 
 @dataclass(frozen=True)

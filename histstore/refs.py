@@ -41,6 +41,8 @@ _COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+=-]*$")
 MAX_COMPONENT = 128
 MAX_NAME = 255
 NAMESPACES = ("sessions", "memory", "overlay", "remotes", "heads")
+#: the kind of object a ref of each namespace points at
+KIND_OF_NAMESPACE = {"sessions": "session", "memory": "memrev", "overlay": "marker"}
 
 
 def check_component(text: str, what: str = "id") -> str:

@@ -14,9 +14,8 @@ from typing import Annotated, Any
 import typer
 
 from histstore.errors import BadInput, NotFound
-from histstore.fsck import KIND_OF_NAMESPACE, fsck
 from histstore.objects import KINDS, canonical_json, hash_object
-from histstore.refs import RefChange, check_ref_name
+from histstore.refs import KIND_OF_NAMESPACE, RefChange, check_ref_name
 
 from .common import command_line, emit, new_app, open_store
 
@@ -168,6 +167,8 @@ def fsck_cmd(
 ) -> None:
     """Re-hash every object, check every ref and refs-log entry; one JSON line per finding.
     Exit 7 when any finding is an error."""
+    from histstore.fsck import fsck  # reads every object: only this command needs it
+
     store = open_store(ctx)
     findings = fsck(store, repair=repair)
     for f in findings:

@@ -6,15 +6,11 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from histstore.plumbing.cli import app as plumbing_app
-from histstore.plumbing.common import command_line, new_app, open_store, store_path
 
 from histstore.errors import BadInput
-from histstore.fsck import Finding
-from histstore.fsck import fsck as run_fsck
 from histstore.history import (
     expand_turn,
     load_turn,
@@ -23,9 +19,17 @@ from histstore.history import (
     raw_records,
     resolve,
 )
-from histstore.importing import ImportReport, import_paths, record_turn
 from histstore.objectstore import DiskObjectStore
+from histstore.plumbing.cli import app as plumbing_app
+from histstore.plumbing.common import command_line, new_app, open_store, store_path
 from histstore.store import Store
+
+if TYPE_CHECKING:
+    from histstore.fsck import Finding
+    from histstore.importing import ImportReport
+
+# Start-up is part of every command's cost (an agent hook runs `hs record` per
+# turn): modules only one command needs are imported inside that command.
 
 from . import render
 
@@ -101,6 +105,8 @@ def import_(
     json_out: JsonOpt = False,
 ) -> None:
     """Import agent sessions: Claude Code files and folders, or turn JSONL."""
+    from histstore.importing import import_paths
+
     store = open_store(ctx)
     cmd = command_line(ctx, *(str(p) for p in paths))
     show_bar = sys.stderr.isatty() and not json_out
@@ -120,6 +126,8 @@ def import_(
 @app.command()
 def record(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Record one turn given as a JSON object on stdin (for agent hooks)."""
+    from histstore.importing import record_turn
+
     data = sys.stdin.read()
     if not data.strip():
         raise BadInput("no turn on stdin", hint="pipe one JSON turn object into `hs record`")
@@ -318,6 +326,8 @@ def fsck(
     ] = False,
 ) -> None:
     """Check the store: every object re-hashed, every ref and log entry checked."""
+    from histstore.fsck import fsck as run_fsck
+
     store = open_store(ctx)
     findings = run_fsck(store, repair=repair)
     print_findings_human(findings)

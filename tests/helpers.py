@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from histstore.porcelain.cli import app
 from typer.testing import CliRunner
+
+from histstore.porcelain.cli import app
 
 
 class HS:

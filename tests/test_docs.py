@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 import typer
-from histstore.porcelain.cli import app
 
 from histstore.objects import hash_object
+from histstore.porcelain.cli import app
+from histstore.redact import KINDS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -51,3 +52,11 @@ def test_format_worked_example_is_the_real_id() -> None:
     ids = re.findall(r"\b[0-9a-f]{64}\b", section)
     assert ids, "no 64-hex id next to the blob example in docs/format.md"
     assert set(ids) == {hash_object("blob", b"abc")}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_redaction_kind_is_documented(kind: str) -> None:
+    text = (DOCS / "format.md").read_text()
+    start = text.index("## Redaction")
+    section = text[start : text.index("\n## ", start + 1)]
+    assert f"`{kind}`" in section, f"docs/format.md, Redaction, does not name `{kind}`"
