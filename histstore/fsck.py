@@ -167,6 +167,15 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
             out.append(Finding("warning", "refs-log", msg, f"line {ln.lineno}"))
             continue
         op = ln.op
+        if op.derive_id() != op.op:
+            out.append(
+                Finding(
+                    "error",
+                    "refs-log",
+                    f"operation {op.op} does not match its content",
+                    f"line {ln.lineno}",
+                )
+            )
         if op.parent != parent:
             out.append(
                 Finding(

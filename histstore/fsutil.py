@@ -73,6 +73,7 @@ def append_line(path: Path, line: bytes) -> None:
     """Append one line (``line`` must not contain a newline) and fsync."""
     if b"\n" in line:
         raise ValueError("a log line must not contain a newline")
+    created = not path.exists()
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         size = os.fstat(fd).st_size
@@ -83,6 +84,8 @@ def append_line(path: Path, line: bytes) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+    if created:
+        fsync_dir(path.parent)
 
 
 def sync_filesystem(path: Path) -> bool:

@@ -371,18 +371,42 @@ class Redactor:
 
     def redact_obj(self, obj: Any) -> Any:
         """A copy of ``obj`` with every string in it (values and keys) redacted."""
-        if isinstance(obj, str):
-            return self(obj)
-        if isinstance(obj, dict):
-            return {
-                (self(k) if isinstance(k, str) else k): self.redact_obj(v) for k, v in obj.items()
-            }
-        if isinstance(obj, list):
-            return [self.redact_obj(v) for v in obj]
-        if isinstance(obj, tuple):
-            return tuple(self.redact_obj(v) for v in obj)
-        return obj
+        return redact_strings(self, obj)
 
 
 #: the redactor with only the built-in patterns
 DEFAULT = Redactor()
+
+
+def redact_strings(redact: Callable[[str], str], obj: Any) -> Any:
+    """A copy of JSON data with every string (values and keys) passed through ``redact``."""
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, dict):
+        return {
+            redact(k) if isinstance(k, str) else k: redact_strings(redact, v)
+            for k, v in obj.items()
+        }
+    if isinstance(obj, list):
+        return [redact_strings(redact, v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(redact_strings(redact, v) for v in obj)
+    return obj
+
+
+def redact_json_line(redact: Callable[[str], str], text: str) -> tuple[str, Any]:
+    """Redact one JSON line as written and parse it: (redacted text, parsed value).
+
+    The text is redacted as it is, so the line keeps its bytes wherever nothing
+    was secret. A secret spelled with ``\\uXXXX`` escapes is invisible to the
+    patterns in that form; a line holding such escapes also has its decoded
+    strings redacted, and when that finds something the line is re-encoded from
+    the redacted value. Raises ``json.JSONDecodeError`` for a line that is not JSON.
+    """
+    text = redact(text)
+    obj = json.loads(text)
+    if "\\u" in text:
+        clean = redact_strings(redact, obj)
+        if clean != obj:
+            return json.dumps(clean, ensure_ascii=False, separators=(",", ":")), clean
+    return text, obj

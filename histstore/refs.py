@@ -112,6 +112,12 @@ class Operation:
             d["extra"] = self.extra
         return d
 
+    def derive_id(self) -> str:
+        """The id an entry must have: blake3 of its canonical JSON without ``op``, 16 hex."""
+        body = self.as_json()
+        del body["op"]
+        return str(blake3.blake3(canonical_json(body)).hexdigest())[:16]
+
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Operation:
         return cls(
@@ -310,23 +316,15 @@ class RefStore:
         if not real:
             return None
         last = self.last_operation()
-        body: dict[str, Any] = {
-            "time": now_rfc3339(),
-            "command": one_line(command),
-            "parent": last.op if last else None,
-            "changes": [c.as_json() for c in real],
-        }
-        if extra:
-            body["extra"] = extra
-        op_id = str(blake3.blake3(canonical_json(body)).hexdigest())[:16]
         op = Operation(
-            op=op_id,
-            time=body["time"],
-            command=body["command"],
+            op="",
+            time=now_rfc3339(),
+            command=one_line(command),
             changes=list(real),
-            parent=body["parent"],
+            parent=last.op if last else None,
             extra=extra or {},
         )
+        op.op = op.derive_id()
         self.root.mkdir(parents=True, exist_ok=True)
         append_line(self.log_path, canonical_json(op.as_json()))
         self._apply_changes(op)

@@ -80,6 +80,7 @@ from typing import Any
 from histstore.errors import BadInput
 from histstore.importers import PROGRESS_STEP, Parsed, Problem, Progress, Redact, SessionMeta
 from histstore.project import project_key
+from histstore.redact import redact_json_line
 from histstore.turn import is_untrusted_tool, normalize_time
 
 __all__ = ["find_files", "is_claude_code_line", "parse_file"]
@@ -286,9 +287,8 @@ def _read_lines(
             text = text.rstrip("\r\n")
             if not text.strip():
                 continue
-            text = redact(text)
             try:
-                obj = json.loads(text)
+                text, obj = redact_json_line(redact, text)
             except (ValueError, RecursionError) as exc:
                 problems.append(Problem(str(path), lineno, f"not valid JSON: {exc}"))
                 continue

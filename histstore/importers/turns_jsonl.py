@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
+from ..redact import redact_json_line
 from ..turn import normalize_turn
 from . import PROGRESS_STEP, Parsed, Problem, Progress, Redact
 
@@ -26,7 +27,7 @@ def parse_text(text: str, redact: Redact) -> dict[str, Any]:
     """One turn from its JSON text: the text is redacted first (the redactor keeps
     JSON valid), so no secret reaches a parsed value; then it is validated."""
     try:
-        obj = json.loads(redact(text))
+        _, obj = redact_json_line(redact, text)
     except json.JSONDecodeError as e:
         raise BadInput(f"not valid JSON ({e.msg})") from None
     return normalize_turn(obj)

@@ -185,3 +185,34 @@ def test_secret_in_the_command_line_is_redacted_in_the_refs_log(
     assert SECRETS["github"].encode() not in (store_path / "refs.log").read_bytes()
     with Store.open(store_path) as store:
         assert not any(SECRETS["github"].encode() in c for c in all_store_bytes(store, store_path))
+
+
+def test_secret_spelled_with_unicode_escapes_is_caught(
+    hs: HS, tmp_path: Path, store_path: Path
+) -> None:
+    """JSON may spell any character as \\uXXXX: the patterns cannot see such a
+    secret in the text, so the decoded strings are redacted too."""
+    hs("init")
+    key = SECRETS["github"]
+    escaped = "".join(f"\\u{ord(c):04x}" for c in key)
+    line = json.dumps(turn_record(1)).replace('"answer 1', f'"{escaped} answer 1')
+    assert key not in line and json.loads(line)["answered"].startswith(key)
+    path = tmp_path / "t.jsonl"
+    path.write_text(line + "\n")
+    assert hs("import", str(path)).exit_code == 0
+    proj = tmp_path / "projects" / "-p"
+    proj.mkdir(parents=True)
+    env = {"cwd": "/p", "sessionId": "esc-1", "isSidechain": False}
+    rec = {
+        **env,
+        "type": "user",
+        "uuid": "u1",
+        "parentUuid": None,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"role": "user", "content": "X"},
+    }
+    (proj / "esc-1.jsonl").write_text(json.dumps(rec).replace('"X"', f'"{escaped}"') + "\n")
+    assert hs("import", str(tmp_path / "projects")).exit_code == 0
+    with Store.open(store_path) as store:
+        chunks = all_store_bytes(store, store_path)
+        assert not any(key.encode() in c or escaped.encode() in c for c in chunks)
