@@ -43,9 +43,11 @@ unit: $(STAMP)
 
 test: lint typecheck unit
 
+# Benchmarks live in tests/bench/bench_*.py (not collected by `make test`); figures are
+# printed at the end of the run. BENCH_ARGS passes extra pytest options (e.g. -k 10k).
 bench: $(STAMP)
 	@command -v rg >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq ripgrep) || echo "ripgrep not installed: rg comparisons will be skipped"
-	$(BIN)/pytest tests/bench -p no:randomly --benchmark-enable --benchmark-only --benchmark-columns=min,median,mean,max,rounds -s
+	$(BIN)/pytest tests/bench -o python_files='bench_*.py' -p no:randomly --benchmark-enable --benchmark-only --benchmark-columns=min,median,mean,max,rounds --benchmark-sort=name -s $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache .benchmarks

@@ -20,6 +20,7 @@ lock against its current revision, so two importers at once lose nothing.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from typing import Any
 from .errors import BadInput
 from .importers import Problem, Progress, SessionMeta, claude_code, turns_jsonl
 from .importers.detect import expand
-from .objects import canonical_json
+from .objects import canonical_json, hash_object
 from .objectstore import Batch
 from .refs import Operation, RefChange, check_component
 from .store import SESSION_PREFIX, SessionRev, Store, TurnEntry
@@ -62,8 +63,16 @@ def stored_turn(put: Callable[[str, bytes], str], turn: Turn) -> dict[str, Any]:
     return out
 
 
-def put_turn(put: Callable[[str, bytes], str], turn: Turn) -> str:
-    return put("turn", canonical_json(stored_turn(put, turn)))
+def encode_turn(turn: Turn) -> tuple[bytes, list[tuple[str, bytes]]]:
+    """The turn object's payload and the blobs it refers to, hashed, not written:
+    an import skips both when the session already holds that very turn."""
+    blobs: list[tuple[str, bytes]] = []
+
+    def put(kind: str, data: bytes) -> str:
+        blobs.append((kind, data))
+        return hash_object(kind, data)
+
+    return canonical_json(stored_turn(put, turn)), blobs
 
 
 @dataclass
@@ -73,6 +82,8 @@ class SessionWork:
     agent: str | None = None
     title: str | None = None
     turns: dict[str, TurnEntry] = field(default_factory=dict)
+    #: the title or project changed since the session was last flushed
+    meta_changed: bool = False
 
 
 @dataclass
@@ -108,23 +119,39 @@ class ImportReport:
 
 
 class Importer:
-    """Collects turns into sessions and commits them as one operation."""
+    """Collects turns into sessions and commits them as one operation.
+
+    Memory stays bounded however long the import: every ``FLUSH_TURNS`` turns the
+    sessions touched so far are written out as *staged* revisions (objects no ref
+    points at yet) and the object batch starts a new pack; only session id ->
+    staged revision id is kept. The commit then moves each session ref from the
+    revision it had when the import began to the final one, in one operation.
+    """
+
+    FLUSH_TURNS = 50_000
+    KNOWN_CACHE = 256
 
     def __init__(self, store: Store, command: str) -> None:
         self.store = store
         self.command = command
         self.report = ImportReport()
         self.work: dict[str, SessionWork] = {}
-        self._known: dict[str, dict[str, str]] = {}  # session -> turn_id -> object id
+        self.base: dict[str, str | None] = {}  # session -> its ref when first touched
+        self.staged: dict[str, str] = {}  # session -> staged revision with flushed turns
+        self.pending = 0
+        # session -> turn id -> object id, as the store had it (for the report)
+        self._known: OrderedDict[str, dict[str, str]] = OrderedDict()
 
     def _known_turns(self, session_id: str) -> dict[str, str]:
         known = self._known.get(session_id)
-        if known is None:
-            rev = self.store.session_ref(session_id)
-            known = {}
-            if rev is not None:
-                known = {t.turn_id: t.object for t in self.store.load_session(rev).turns}
-            self._known[session_id] = known
+        if known is not None:
+            self._known.move_to_end(session_id)
+            return known
+        rev = self.base[session_id]
+        known = {t.turn_id: t.object for t in self.store.load_session(rev).turns} if rev else {}
+        self._known[session_id] = known
+        if len(self._known) > self.KNOWN_CACHE:
+            self._known.popitem(last=False)
         return known
 
     def _session(self, session_id: str) -> SessionWork:
@@ -132,6 +159,7 @@ class Importer:
         if w is None:
             check_component(session_id, "session id")
             w = self.work[session_id] = SessionWork(session_id)
+            self.base[session_id] = self.store.session_ref(session_id)
         return w
 
     def add_meta(self, meta: SessionMeta) -> None:
@@ -142,8 +170,10 @@ class Importer:
             return
         if meta.title and not w.title:
             w.title = meta.title
+            w.meta_changed = True
         if meta.project and not w.project:
             w.project = meta.project
+            w.meta_changed = True
 
     def add_turn(self, batch: Batch, turn: Turn, where: tuple[str, int]) -> None:
         try:
@@ -152,33 +182,54 @@ class Importer:
         except BadInput as e:
             self.report.problems.append(Problem(where[0], where[1], e.message))
             return
-        known = self._known_turns(w.session_id)
+        tid = turn["turn_id"]
         src = turn.get("source")
         if isinstance(src, dict) and isinstance(src.get("file"), str):
             # a path is text from outside too: it can hold a token
             turn["source"] = {**src, "file": self.store.redactor(src["file"])}
-        object_id = put_turn(batch.put, turn)
-        previous = w.turns.get(turn["turn_id"])
-        if previous is not None and previous.object == object_id:
-            return
-        w.turns[turn["turn_id"]] = TurnEntry(
-            turn["turn_id"], object_id, turn["asked_at"], turn.get("subagent")
-        )
         if w.project is None and not turn.get("subagent"):
             w.project = turn["project"]
         if w.agent is None:
             w.agent = turn.get("agent")
-        old = known.get(turn["turn_id"])
-        if old == object_id:
+        payload, blobs = encode_turn(turn)
+        object_id = hash_object("turn", payload)
+        previous = w.turns.get(tid)
+        if previous is not None and previous.object == object_id:
+            return  # the same turn twice in one import
+        old = self._known_turns(w.session_id).get(tid)
+        if old == object_id and previous is None:
             self.report.turns_unchanged += 1
-        elif old is None:
+            return
+        for kind, data in blobs:
+            batch.put(kind, data)
+        batch.put("turn", payload)
+        w.turns[tid] = TurnEntry(tid, object_id, turn["asked_at"], turn.get("subagent"))
+        if old is None:
             self.report.turns_added += 1
         else:
             self.report.turns_revised += 1
+        self.pending += 1
+        if self.pending >= self.FLUSH_TURNS:
+            self._flush(batch)
 
-    def _merge(self, w: SessionWork, base_rev: str | None) -> SessionRev | None:
-        """The new revision of a session, or None when nothing changed."""
-        base = self.store.load_session(base_rev) if base_rev else None
+    def _flush(self, batch: Batch) -> None:
+        """Write the pending turns of every session out as staged revisions."""
+        for sid, w in self.work.items():
+            if not w.turns:
+                continue
+            start = self.staged.get(sid) or self.base[sid]
+            rev = self._merge(w, start, parent=self.base[sid])
+            if rev is not None:
+                self.staged[sid] = batch.put("session", canonical_json(rev.as_json()))
+            w.turns = {}
+            w.meta_changed = False
+        batch.checkpoint()
+        self.pending = 0
+
+    def _merge(self, w: SessionWork, start: str | None, parent: str | None) -> SessionRev | None:
+        """``start``'s turns with ``w``'s merged in by turn id, as a revision whose
+        parent is ``parent``; None when that changes nothing."""
+        base = self.store.load_session(start) if start else None
         turns = {t.turn_id: t for t in base.turns} if base else {}
         changed = False
         for tid, entry in w.turns.items():
@@ -195,7 +246,33 @@ class Importer:
         if base is None and not turns:
             return None  # a session with no turn at all is not worth a ref
         ordered = sorted(turns.values(), key=lambda t: (t.asked_at, t.turn_id))
-        return SessionRev(w.session_id, project, agent, title, ordered, parent=base_rev)
+        return SessionRev(w.session_id, project, agent, title, ordered, parent=parent)
+
+    def _final(self, batch: Batch, w: SessionWork, current: str | None) -> str | None:
+        """The revision a session's ref moves to (written), or None for no change."""
+        sid = w.session_id
+        base, staged = self.base[sid], self.staged.get(sid)
+        if current == base and staged is not None and not w.turns and not w.meta_changed:
+            return staged  # everything this import brings is in the staged revision
+        if current == base:
+            rev = self._merge(w, staged or base, parent=base)
+            if rev is None:
+                return staged
+        else:
+            # Another writer moved the session meanwhile: apply what this import
+            # brings (the staged turns that differ from the base, and the pending
+            # ones) on top of the current revision, so both imports land.
+            ours = SessionWork(sid, w.project, w.agent, w.title)
+            if staged is not None:
+                had = {t.turn_id: t for t in self.store.load_session(base).turns} if base else {}
+                for t in self.store.load_session(staged).turns:
+                    if had.get(t.turn_id) != t:
+                        ours.turns[t.turn_id] = t
+            ours.turns.update(w.turns)
+            rev = self._merge(ours, current, parent=current)
+            if rev is None:
+                return None
+        return batch.put("session", canonical_json(rev.as_json()))
 
     def commit(self, batch: Batch) -> Operation | None:
         """Under the lock: merge each touched session against its current revision,
@@ -206,19 +283,18 @@ class Importer:
             changes: list[RefChange] = []
             for sid, w in self.work.items():
                 current = store.session_ref(sid)
-                rev = self._merge(w, current)
-                if rev is None:
+                new = self._final(batch, w, current)
+                if new is None or new == current:
                     if current is not None:
                         self.report.sessions_unchanged += 1
                     continue
-                new = batch.put("session", canonical_json(rev.as_json()))
                 changes.append(RefChange(SESSION_PREFIX + sid, current, new))
                 if current:
                     self.report.sessions_updated += 1
                 else:
                     self.report.sessions_added += 1
-            self.report.objects_written += batch.count
             batch.commit()
+            self.report.objects_written = batch.count
             op = store.apply(changes, self.command, extra={"kind": "import"})
         self.report.operation = op
         return op

@@ -74,12 +74,11 @@ class Codec:
 
     def encode(self, kind: str, payload: bytes) -> tuple[str, bytes]:
         """Return (id, compressed frame) for an object."""
-        head = header(kind, len(payload))
-        if kind not in KINDS:
-            raise BadInput(f"unknown object kind {kind!r}")
-        h = blake3.blake3(head)
-        h.update(payload)
-        return str(h.hexdigest()), self._c.compress(head + payload)
+        return hash_object(kind, payload), self.compress(kind, payload)
+
+    def compress(self, kind: str, payload: bytes) -> bytes:
+        """The frame stored on disk: header and payload as one zstd frame."""
+        return bytes(self._c.compress(header(kind, len(payload)) + payload))
 
     def decode(self, object_id: str, frame: bytes) -> tuple[str, bytes]:
         """Decompress a frame, parse its header, re-hash: (kind, payload) or CorruptObject."""

@@ -24,7 +24,7 @@ import blake3
 
 from .errors import Ambiguous, BadInput, CorruptObject, NotFound
 from .fsutil import atomic_write
-from .objects import Codec, check_id, is_id_prefix
+from .objects import Codec, check_id, hash_object, is_id_prefix
 
 PACK_MAGIC = b"HSPACK\x00\x01"
 IDX_MAGIC = b"HSIDX\x00\x00\x01"
@@ -41,6 +41,11 @@ class Batch(ABC):
 
     @abstractmethod
     def commit(self) -> None: ...
+
+    @abstractmethod
+    def checkpoint(self) -> None:
+        """Make what was put so far durable and go on with a fresh part, so a
+        long batch holds a bounded amount of bookkeeping in memory."""
 
     @abstractmethod
     def abort(self) -> None: ...
@@ -141,12 +146,19 @@ class _MemoryBatch(Batch):
     def __init__(self, store: MemoryObjectStore) -> None:
         self.store = store
         self.pending: dict[str, tuple[str, bytes]] = {}
+        self.written = 0
 
     def put(self, kind: str, payload: bytes) -> str:
-        object_id, _ = self.store._codec.encode(kind, payload)
+        object_id = hash_object(kind, payload)
         if not self.store.has(object_id):
             self.pending.setdefault(object_id, (kind, bytes(payload)))
         return object_id
+
+    def checkpoint(self) -> None:
+        for k, v in self.pending.items():
+            self.store.objects.setdefault(k, v)
+        self.written += len(self.pending)
+        self.pending = {}
 
     def commit(self) -> None:
         for k, v in self.pending.items():
@@ -158,7 +170,7 @@ class _MemoryBatch(Batch):
 
     @property
     def count(self) -> int:
-        return len(self.pending)
+        return self.written + len(self.pending)
 
 
 # --------------------------------------------------------------------------- disk
@@ -246,7 +258,6 @@ class DiskObjectStore(ObjectStore):
         self.pack_dir = root / "pack"
         self.codec = Codec()
         self._packs: dict[str, Pack] = {}
-        self._pack_dir_mtime: int | None = None
         self._scan_packs()
 
     def close(self) -> None:
@@ -256,15 +267,9 @@ class DiskObjectStore(ObjectStore):
 
     def _scan_packs(self) -> bool:
         """Open packs that appeared since the last scan. True if any did.
-
-        Cheap when nothing changed: one stat of the pack directory."""
-        try:
-            mtime = os.stat(self.pack_dir).st_mtime_ns
-        except FileNotFoundError:
+        Called when a lookup misses and when a batch starts or adds a pack."""
+        if not self.pack_dir.is_dir():
             return False
-        if mtime == self._pack_dir_mtime:
-            return False
-        self._pack_dir_mtime = mtime
         added = False
         for idx in sorted(self.pack_dir.glob("pack-*.idx")):
             if idx.name not in self._packs:
@@ -363,6 +368,8 @@ class _PackBatch(Batch):
 
     A batch of at most ``LOOSE_MAX`` objects is written as loose objects instead,
     so small operations (one recorded turn, a grown session) do not pile up packs.
+    :meth:`checkpoint` finishes the current pack and starts another, which bounds
+    the index records held in memory during a very long import.
     """
 
     LOOSE_MAX = 32
@@ -372,6 +379,7 @@ class _PackBatch(Batch):
         self.records: list[tuple[bytes, int, int]] = []
         self.small: list[tuple[str, bytes]] = []
         self.seen: set[bytes] = set()
+        self.written = 0
         self._tmp: Path | None = None
         self._fh: BinaryIO | None = None
         self._offset = len(PACK_MAGIC)
@@ -383,6 +391,7 @@ class _PackBatch(Batch):
         self._tmp = self.store.pack_dir / f"tmp-{os.getpid()}-{os.urandom(6).hex()}.pack"
         self._fh = open(self._tmp, "wb", buffering=1 << 20)  # noqa: SIM115 - closed in commit
         self._fh.write(PACK_MAGIC)
+        self._offset = len(PACK_MAGIC)
         small, self.small = self.small, []
         for object_id, frame in small:
             self._append(bytes.fromhex(object_id), frame)
@@ -404,12 +413,13 @@ class _PackBatch(Batch):
     def put(self, kind: str, payload: bytes) -> str:
         if self._done:
             raise RuntimeError("this batch is already committed")
-        object_id, frame = self.store.codec.encode(kind, payload)
+        object_id = hash_object(kind, payload)
         raw = bytes.fromhex(object_id)
         if raw in self.seen or self._stored(object_id, raw):
-            return object_id
+            return object_id  # hashed, never compressed: a known object costs little
         self.seen.add(raw)
-        if self._fh is None and len(self.small) < self.LOOSE_MAX:
+        frame = self.store.codec.compress(kind, payload)
+        if self._fh is None and not self.records and len(self.small) < self.LOOSE_MAX:
             self.small.append((object_id, frame))
             return object_id
         if self._fh is None:
@@ -419,14 +429,24 @@ class _PackBatch(Batch):
 
     @property
     def count(self) -> int:
-        return len(self.records) + len(self.small)
+        return self.written + len(self.records) + len(self.small)
+
+    def checkpoint(self) -> None:
+        for object_id, frame in self.small:
+            atomic_write(self.store._loose_path(object_id), frame)
+            if self._loose is not None:
+                self._loose.add(object_id)
+        self.written += len(self.small)
+        self.small = []
+        self._finish_pack()
 
     def commit(self) -> None:
         if self._done:
             return
         self._done = True
-        for object_id, frame in self.small:
-            atomic_write(self.store._loose_path(object_id), frame)
+        self.checkpoint()
+
+    def _finish_pack(self) -> None:
         if self._fh is None:
             return
         fh = self._fh
@@ -456,6 +476,9 @@ class _PackBatch(Batch):
         os.replace(self._tmp, pack_path)
         atomic_write(pack_path.with_suffix(".idx"), bytes(body))
         self._tmp = None
+        self.written += len(self.records)
+        self.records = []
+        self.seen = set()  # what this pack holds is found through its index now
         self.store._scan_packs()
 
     def abort(self) -> None:

@@ -31,7 +31,7 @@ from .refs import Operation, RefChange, RefStore, check_component
 SESSION_PREFIX = "sessions/"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TurnEntry:
     """A turn as a session revision lists it."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from helpers import turn_record, write_turns
 
 from histstore.history import load_turn, log_entries
@@ -240,3 +241,69 @@ def test_progress_reports_every_byte_read(store: Store, tmp_path: Path) -> None:
     import_paths(store, [path, tmp_path / "notes.jsonl"], progress=seen.append)
     assert len(seen) > 2  # a long file reports as it goes, not once at the end
     assert sum(seen) == path.stat().st_size + (tmp_path / "notes.jsonl").stat().st_size
+
+
+def interleaved(n: int, sessions: int = 5) -> list[dict[str, object]]:
+    return [
+        turn_record(
+            i, session_id=f"s{i % sessions}", asked_at=f"2026-04-01T{i // 60:02d}:{i % 60:02d}:00Z"
+        )
+        for i in range(n)
+    ]
+
+
+def test_long_import_flushes_staged_revisions_with_the_same_result(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from histstore.importing import Importer
+
+    path = write_turns(tmp_path / "t.jsonl", interleaved(300))
+    reference, _ = Store.init(tmp_path / "reference")
+    with reference:
+        import_paths(reference, [path])
+        want = {s.session_id: [t.as_json() for t in s.turns] for s in reference.sessions()}
+    monkeypatch.setattr(Importer, "FLUSH_TURNS", 40)
+    rep = import_paths(store, [path])
+    assert rep.turns_added == 300 and rep.sessions_added == 5
+    got = {s.session_id: [t.as_json() for t in s.turns] for s in store.sessions()}
+    assert got == want
+    # each flush ended a pack; no staged revision became a parent in history
+    assert len(list((store.root / "objects" / "pack").glob("pack-*.idx"))) >= 7
+    for sid in got:
+        assert [rev.parent for _, rev in store.session_history(sid)] == [None]
+    assert len(store.operations()) == 1
+    # a second long import on top revises from the refs, not the staged revisions
+    changed = [dict(r, answered="changed") for r in interleaved(300)[:100]]
+    rep = import_paths(store, [write_turns(tmp_path / "u.jsonl", changed)])
+    assert (rep.turns_revised, rep.turns_unchanged, rep.sessions_updated) == (100, 0, 5)
+    for sid in got:
+        history = list(store.session_history(sid))
+        assert len(history) == 2 and history[0][1].parent == history[1][0]
+
+
+def test_a_session_moved_during_an_import_keeps_both(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer records into a session after this import read its ref: the
+    commit merges onto the current revision (staged and pending turns alike)."""
+    from histstore.importing import Importer
+
+    monkeypatch.setattr(Importer, "FLUSH_TURNS", 10)
+    record_turn(store, json.dumps(turn_record(9000, session_id="s0")))
+    imp = Importer(store, "hs import test")
+    with store.objects.batch() as batch:
+        for i, rec in enumerate(interleaved(60)):
+            imp.add_turn(batch, normalize(rec), ("t.jsonl", i + 1))
+        # meanwhile, another process records into s0 and s1
+        record_turn(store, json.dumps(turn_record(9001, session_id="s0")))
+        record_turn(store, json.dumps(turn_record(9002, session_id="s1")))
+        imp.commit(batch)
+    ids = {s.session_id: {t.turn_id for t in s.turns} for s in store.sessions()}
+    assert {"turn-9000", "turn-9001"} <= ids["s0"] and "turn-9002" in ids["s1"]
+    assert sum(len(v) for v in ids.values()) == 63
+
+
+def normalize(rec: dict[str, object]) -> dict[str, object]:
+    from histstore.turn import normalize_turn
+
+    return normalize_turn(rec)

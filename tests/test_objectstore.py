@@ -49,6 +49,20 @@ class TestContract:
             assert objects.get(oid) == ("blob", f"obj {i}".encode())
         assert sorted(objects.iter_ids()) == sorted(ids)
 
+    def test_checkpoint_makes_objects_readable_and_goes_on(self, objects: ObjectStore) -> None:
+        with objects.batch() as b:
+            few = b.put("blob", b"one of few")
+            b.checkpoint()
+            assert objects.get(few) == ("blob", b"one of few")
+            many = [b.put("blob", f"many {i}".encode()) for i in range(100)]
+            b.checkpoint()
+            assert all(objects.has(i) for i in many)
+            later = b.put("blob", b"after the checkpoints")
+            assert b.put("blob", b"one of few") == few
+            assert b.count == 102
+        assert objects.get(later) == ("blob", b"after the checkpoints")
+        assert objects.count() == 102
+
     def test_batch_skips_objects_already_stored(self, objects: ObjectStore) -> None:
         objects.put("blob", b"old")
         with objects.batch() as b:
