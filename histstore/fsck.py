@@ -18,7 +18,8 @@ from .errors import BadInput, CorruptObject, CorruptStore, HistError
 from .objects import decode_json, is_object_id
 from .objectstore import DiskObjectStore
 from .refs import KIND_OF_NAMESPACE, check_ref_name
-from .store import SESSION_PREFIX, Store
+from .store import SESSION_PREFIX, SessionRev, Store
+from .turn import REQUIRED as TURN_FIELDS
 
 
 @dataclass(frozen=True)
@@ -66,11 +67,33 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
 
     # 1. objects: pack indexes, then every object re-hashed
     if isinstance(objects, DiskObjectStore):
-        for pack in objects.packs():
+        packs = objects.packs()
+        for name, reason in sorted(objects.bad_packs.items()):
+            out.append(Finding("error", "pack", reason, name))
+        for pack in packs:
             if not pack.verify_index():
                 out.append(
                     Finding("error", "pack", "pack index checksum mismatch", pack.idx_path.name)
                 )
+        for orphan in sorted(objects.pack_dir.glob("pack-*.pack")):
+            if not orphan.with_suffix(".idx").exists():
+                # a crash after the pack was renamed, before its index was written:
+                # nothing points at its objects (the import never committed)
+                if repair:
+                    with contextlib.suppress(FileNotFoundError):
+                        orphan.unlink()
+                    out.append(
+                        Finding("warning", "pack", "removed a pack with no index", orphan.name)
+                    )
+                else:
+                    out.append(
+                        Finding(
+                            "warning",
+                            "pack",
+                            "a pack with no index (a stopped import)",
+                            orphan.name,
+                        )
+                    )
         for tmp in sorted(objects.pack_dir.glob("tmp-*.pack")):
             pid = int(tmp.name.split("-")[1]) if tmp.name.split("-")[1].isdigit() else 0
             if pid and _pid_alive(pid):
@@ -83,7 +106,8 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
                 out.append(
                     Finding("warning", "pack", "unfinished pack left by a stopped import", tmp.name)
                 )
-    payloads: dict[str, Any] = {}
+    # Only each object's kind and the ids it refers to are kept, not its payload.
+    wanted: list[tuple[str, str, str]] = []  # (object, id it refers to, kind it must be)
     for object_id in objects.iter_ids():
         try:
             kind, payload = objects.get(object_id)
@@ -91,42 +115,50 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
             out.append(Finding("error", "object", e.reason, object_id))
             continue
         kinds[object_id] = kind
-        if kind != "blob":
+        if kind == "blob":
+            continue
+        try:
+            obj = decode_json(object_id, payload)
+        except CorruptObject as e:
+            out.append(Finding("error", "object", e.reason, object_id))
+            continue
+        if kind == "session":
             try:
-                payloads[object_id] = decode_json(object_id, payload)
-            except CorruptObject as e:
-                out.append(Finding("error", "object", e.reason, object_id))
+                rev = SessionRev.from_json(obj)
+            except ValueError as e:
+                out.append(Finding("error", "object", str(e), object_id))
+                continue
+            wanted += [(object_id, t.object, "turn") for t in rev.turns]
+            if rev.parent:
+                wanted.append((object_id, rev.parent, "session"))
+        elif kind == "turn":
+            missing = [f for f in TURN_FIELDS if not isinstance(obj, dict) or f not in obj]
+            if missing:
+                out.append(
+                    Finding("error", "object", f"turn lacks {', '.join(missing)}", object_id)
+                )
+                continue
+            wanted += [(object_id, b, "blob") for b in _blob_refs(obj)]
 
     # 2. every structured object's references resolve
-    for object_id, obj in payloads.items():
-        kind = kinds[object_id]
-        wanted: list[tuple[str, str | None]] = []
-        if kind == "session" and isinstance(obj, dict):
-            wanted += [(t.get("object", ""), "turn") for t in obj.get("turns", [])]
-            if obj.get("parent"):
-                wanted.append((obj["parent"], "session"))
-        elif kind == "turn":
-            wanted += [(b, "blob") for b in _blob_refs(obj)]
-        for ref_id, want in wanted:
-            have = kinds.get(ref_id)
-            if have is None:
-                out.append(
-                    Finding(
-                        "error",
-                        "reachability",
-                        f"{kind} refers to missing {want} {ref_id}",
-                        object_id,
-                    )
+    for object_id, ref_id, want in wanted:
+        have = kinds.get(ref_id)
+        what = kinds[object_id]
+        if have is None:
+            out.append(
+                Finding(
+                    "error", "reachability", f"{what} refers to missing {want} {ref_id}", object_id
                 )
-            elif want is not None and have != want:
-                out.append(
-                    Finding(
-                        "error",
-                        "reachability",
-                        f"{kind} refers to {ref_id}, a {have} not a {want}",
-                        object_id,
-                    )
+            )
+        elif have != want:
+            out.append(
+                Finding(
+                    "error",
+                    "reachability",
+                    f"{what} refers to {ref_id}, a {have} not a {want}",
+                    object_id,
                 )
+            )
 
     # 3. refs
     refs = store.refs.list_refs()
@@ -143,14 +175,18 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
         if have is None:
             out.append(Finding("error", "ref", f"points at missing object {value}", name))
             continue
-        want = KIND_OF_NAMESPACE.get(name.split("/")[0])
-        if want and have != want:
-            out.append(Finding("error", "ref", f"points at a {have}, expected a {want}", name))
-        if name.startswith(SESSION_PREFIX):
+        ns_kind = KIND_OF_NAMESPACE.get(name.split("/")[0])
+        if ns_kind and have != ns_kind:
+            out.append(Finding("error", "ref", f"points at a {have}, expected a {ns_kind}", name))
+        if name.startswith(SESSION_PREFIX) and have == "session":
             sid = name[len(SESSION_PREFIX) :]
-            obj = payloads.get(value)
-            if isinstance(obj, dict) and obj.get("session_id") != sid:
-                out.append(Finding("error", "ref", "points at another session's revision", name))
+            try:
+                if store.load_session(value).session_id != sid:
+                    out.append(
+                        Finding("error", "ref", "points at another session's revision", name)
+                    )
+            except HistError:
+                pass  # reported with the object above
 
     # 4. the refs log: every line readable, a chain of operations, replaying it
     #    gives the refs there are

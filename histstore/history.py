@@ -9,6 +9,7 @@ from typing import Any
 
 from .errors import Ambiguous, BadInput, NotFound
 from .objects import is_id_prefix
+from .project import project_key
 from .store import SessionRev, Store, TurnEntry
 from .turn import format_time, parse_time
 
@@ -28,7 +29,10 @@ def parse_since(text: str, now: datetime | None = None) -> str:
     m = _SINCE.match(t)
     if m:
         now = now or datetime.now(UTC)
-        return format_time(now - int(m.group(1)) * _UNITS[m.group(2)])
+        try:
+            return format_time(now - int(m.group(1)) * _UNITS[m.group(2)])
+        except (OverflowError, ValueError):
+            raise BadInput(f"--since {text!r} reaches before year 1") from None
     try:
         if re.match(r"^\d{4}-\d{2}-\d{2}$", t):
             return format_time(datetime.fromisoformat(t).replace(tzinfo=UTC))
@@ -62,9 +66,10 @@ def log_entries(
         sessions = [store.session(resolve_session(store, session))]
     else:
         sessions = list(store.sessions())
+    want = project_key(project) if project is not None else None
     out = []
     for s in sessions:
-        if project is not None and s.project != project:
+        if want is not None and s.project != project and project_key(s.project) != want:
             continue
         for t in s.turns:
             if since is not None and t.asked_at < since:

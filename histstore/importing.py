@@ -191,7 +191,11 @@ class Importer:
             w.project = turn["project"]
         if w.agent is None:
             w.agent = turn.get("agent")
-        payload, blobs = encode_turn(turn)
+        try:
+            payload, blobs = encode_turn(turn)
+        except (ValueError, RecursionError) as e:  # no canonical form: NaN, a lone surrogate
+            self.report.problems.append(Problem(where[0], where[1], f"cannot store turn: {e}"))
+            return
         object_id = hash_object("turn", payload)
         previous = w.turns.get(tid)
         if previous is not None and previous.object == object_id:

@@ -83,7 +83,11 @@ class Codec:
     def decode(self, object_id: str, frame: bytes) -> tuple[str, bytes]:
         """Decompress a frame, parse its header, re-hash: (kind, payload) or CorruptObject."""
         try:
-            data = self._d.decompress(frame)
+            if zstandard.frame_content_size(frame) == -1:
+                # a valid frame written without its content size (by a streaming writer)
+                data = self._d.decompressobj().decompress(frame)
+            else:
+                data = self._d.decompress(frame)
         except zstandard.ZstdError as e:
             raise CorruptObject(object_id, f"cannot decompress ({e})") from None
         nul = data.find(b"\0", 0, 32)

@@ -197,15 +197,25 @@ class Pack:
         self.idx_path = idx_path
         self.pack_path = idx_path.with_suffix(".pack")
         with open(idx_path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < _IDX_HEAD + 32:
+                raise CorruptObject(idx_path.name, "pack index is truncated")
             self._idx = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        if self._idx[: len(IDX_MAGIC)] != IDX_MAGIC:
-            raise CorruptObject(idx_path.name, "not a pack index")
-        self.fanout = _FANOUT.unpack_from(self._idx, len(IDX_MAGIC))
-        self.n = self.fanout[255]
-        if len(self._idx) != _IDX_HEAD + self.n * _REC.size + 32:
-            raise CorruptObject(idx_path.name, "pack index has the wrong size")
-        self._ids = _IdxIds(self._idx, self.n)
-        self._fd = os.open(self.pack_path, os.O_RDONLY)
+        try:
+            if self._idx[: len(IDX_MAGIC)] != IDX_MAGIC:
+                raise CorruptObject(idx_path.name, "not a pack index")
+            self.fanout = _FANOUT.unpack_from(self._idx, len(IDX_MAGIC))
+            self.n = self.fanout[255]
+            if len(self._idx) != _IDX_HEAD + self.n * _REC.size + 32:
+                raise CorruptObject(idx_path.name, "pack index has the wrong size")
+            self._ids = _IdxIds(self._idx, self.n)
+            try:
+                self._fd = os.open(self.pack_path, os.O_RDONLY)
+            except FileNotFoundError:
+                raise CorruptObject(idx_path.name, "its pack file is missing") from None
+        except BaseException:
+            self._idx.close()
+            raise
 
     def close(self) -> None:
         self._idx.close()
@@ -258,6 +268,7 @@ class DiskObjectStore(ObjectStore):
         self.pack_dir = root / "pack"
         self.codec = Codec()
         self._packs: dict[str, Pack] = {}
+        self.bad_packs: dict[str, str] = {}  # index file name -> what is wrong with it
         self._scan_packs()
 
     def close(self) -> None:
@@ -272,10 +283,13 @@ class DiskObjectStore(ObjectStore):
             return False
         added = False
         for idx in sorted(self.pack_dir.glob("pack-*.idx")):
-            if idx.name not in self._packs:
+            if idx.name not in self._packs and idx.name not in self.bad_packs:
                 try:
                     self._packs[idx.name] = Pack(idx)
                     added = True
+                except CorruptObject as e:
+                    # unreadable: its objects read as missing, and fsck reports it
+                    self.bad_packs[idx.name] = e.reason
                 except FileNotFoundError:  # pragma: no cover - a racing gc
                     continue
         return added
@@ -403,8 +417,11 @@ class _PackBatch(Batch):
         self._offset += len(frame)
 
     def _stored(self, object_id: str, raw: bytes) -> bool:
-        """Whether the store has the object. Loose objects are listed once per
-        batch instead of a stat per object; a miss only costs a duplicate."""
+        """Whether the store has the object. A small batch (a recorded turn) asks
+        with a stat per object; a long one lists loose objects once instead. A
+        miss only ever costs a duplicate."""
+        if len(self.seen) < self.LOOSE_MAX:
+            return self.store.has(object_id)
         if self._loose is None:
             self.store._scan_packs()
             self._loose = set(self.store.iter_loose())

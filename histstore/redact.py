@@ -404,9 +404,26 @@ def redact_json_line(redact: Callable[[str], str], text: str) -> tuple[str, Any]
     the redacted value. Raises ``json.JSONDecodeError`` for a line that is not JSON.
     """
     text = redact(text)
-    obj = json.loads(text)
+    obj = json.loads(text, parse_constant=_refuse_constant)
     if "\\u" in text:
         clean = redact_strings(redact, obj)
+        try:
+            json.dumps(clean, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            # a lone surrogate (an output cut mid-character): it has no UTF-8
+            # form, so it cannot be stored; it becomes U+FFFD
+            clean = redact_strings(_replace_surrogates, clean)
         if clean != obj:
             return json.dumps(clean, ensure_ascii=False, separators=(",", ":")), clean
     return text, obj
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value the store keeps")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _replace_surrogates(text: str) -> str:
+    return _SURROGATE.sub("\ufffd", text)

@@ -37,7 +37,13 @@ from .errors import BadInput, Conflict, CorruptStore
 from .fsutil import append_line, atomic_write, fsync_dir, fsync_file, sync_filesystem
 from .objects import canonical_json, is_object_id
 
-_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+=-]*$")
+_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+=-]*")
+_UPPER = re.compile(r"[A-Z]")
+_ESCAPED = re.compile(r"\^([a-z])")
+# names Windows reserves for devices, whatever the extension
+_DEVICE_NAMES = frozenset(
+    ["CON", "PRN", "AUX", "NUL"] + [f"{p}{i}" for p in ("COM", "LPT") for i in range(1, 10)]
+)
 MAX_COMPONENT = 128
 MAX_NAME = 255
 NAMESPACES = ("sessions", "memory", "overlay", "remotes", "heads")
@@ -56,12 +62,27 @@ def check_component(text: str, what: str = "id") -> str:
     shown = text[:60].encode("unicode_escape").decode("ascii")
     if len(text) > MAX_COMPONENT:
         raise BadInput(f"{what} is too long ({len(text)} characters, at most {MAX_COMPONENT})")
-    if ".." in text or text.endswith(".lock") or not _COMPONENT.match(text):
+    if (
+        ".." in text
+        or text.endswith((".lock", "."))
+        or not _COMPONENT.fullmatch(text)
+        or text.split(".")[0].upper() in _DEVICE_NAMES
+    ):
         raise BadInput(
             f"{what} {shown!r} is not allowed",
             hint="ids may hold letters, digits and . _ @ + = - (no '/', '..', spaces or controls)",
         )
     return text
+
+
+def _file_name(component: str) -> str:
+    """A component as a file name: each capital letter X is written ``^x``, so ids
+    that differ only in case never share a file on a case-insensitive disk."""
+    return _UPPER.sub(lambda m: "^" + m.group(0).lower(), component)
+
+
+def _ref_name(file_name: str) -> str:
+    return _ESCAPED.sub(lambda m: m.group(1).upper(), file_name)
 
 
 def check_ref_name(name: str) -> str:
@@ -158,7 +179,19 @@ class RefStore:
     # ---------------------------------------------------------------- reading
 
     def _path(self, name: str) -> Path:
-        return self.refs_dir.joinpath(*check_ref_name(name).split("/"))
+        return self.refs_dir.joinpath(*map(_file_name, check_ref_name(name).split("/")))
+
+    def _check_free(self, name: str) -> None:
+        """A ref cannot be both a file and a folder (``remotes/o/x`` and
+        ``remotes/o/x/y``): refused before anything is logged."""
+        path = self._path(name)
+        if path.is_dir():
+            raise Conflict(f"ref {name} cannot be created: refs exist below it")
+        for parent in path.parents:
+            if parent == self.refs_dir:
+                break
+            if parent.is_file():
+                raise Conflict(f"ref {name} cannot be created: a ref exists at {parent.name}")
 
     def read(self, name: str) -> str | None:
         try:
@@ -182,11 +215,12 @@ class RefStore:
                 if fname.startswith("."):
                     continue  # a temp file of an atomic write
                 rel = os.path.relpath(os.path.join(dirpath, fname), base).replace(os.sep, "/")
+                rel = _ref_name(rel)
                 if not rel.startswith(prefix):
                     continue
                 with contextlib.suppress(FileNotFoundError):
-                    value = (Path(dirpath) / fname).read_text("ascii").strip()
-                    out[rel] = value
+                    data = (Path(dirpath) / fname).read_bytes()
+                    out[rel] = data.decode("ascii", "replace").strip()
         return dict(sorted(out.items()))
 
     def read_log(self) -> Iterator[LogLine]:
@@ -306,6 +340,8 @@ class RefStore:
             for v in (c.old, c.new):
                 if v is not None and not is_object_id(v):
                     raise BadInput(f"not an object id: {v[:80]!r}")
+            if c.new is not None:
+                self._check_free(c.ref)
             cur = self.read(c.ref)
             if cur != c.old:
                 raise Conflict(

@@ -22,8 +22,8 @@ from typing import Any
 import filelock
 
 from .config import FORMAT_VERSION, new_config, read_config, write_config
-from .errors import BadInput, CorruptObject, Locked, NotFound
-from .objects import decode_json
+from .errors import BadInput, CorruptObject, CorruptStore, Locked, NotFound
+from .objects import decode_json, is_object_id
 from .objectstore import DiskObjectStore, ObjectStore
 from .redact import Redactor
 from .refs import Operation, RefChange, RefStore, check_component
@@ -73,18 +73,28 @@ class SessionRev:
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> SessionRev:
-        return cls(
-            session_id=d["session_id"],
-            project=d["project"],
-            agent=d["agent"],
-            title=d.get("title"),
-            parent=d.get("parent"),
-            turns=[
-                TurnEntry(t["turn_id"], t["object"], t["asked_at"], t.get("subagent"))
-                for t in d["turns"]
-            ],
-        )
+    def from_json(cls, d: Any) -> SessionRev:
+        """Raises ValueError when ``d`` is not a session revision."""
+        try:
+            rev = cls(
+                session_id=d["session_id"],
+                project=d["project"],
+                agent=d["agent"],
+                title=d.get("title"),
+                parent=d.get("parent"),
+                turns=[
+                    TurnEntry(t["turn_id"], t["object"], t["asked_at"], t.get("subagent"))
+                    for t in d["turns"]
+                ],
+            )
+        except (KeyError, TypeError, AttributeError) as e:
+            raise ValueError(f"not a session revision (missing or bad {e})") from None
+        texts = [rev.session_id, rev.project, rev.agent] + [
+            v for t in rev.turns for v in (t.turn_id, t.object, t.asked_at)
+        ]
+        if not all(isinstance(v, str) for v in texts):
+            raise ValueError("not a session revision (a field is not a string)")
+        return rev
 
 
 def lock_timeout() -> float:
@@ -192,17 +202,31 @@ class Store:
         return self.refs.read(SESSION_PREFIX + check_component(session_id, "session id"))
 
     def load_session(self, rev_id: str) -> SessionRev:
-        return SessionRev.from_json(self.get_json(rev_id, "session"))
+        try:
+            return SessionRev.from_json(self.get_json(rev_id, "session"))
+        except ValueError as e:
+            raise CorruptObject(rev_id, str(e)) from None
+
+    def _reached(self, name: str, rev_id: str) -> SessionRev:
+        """A session revision a ref points at: anything wrong with it is damage."""
+        if not is_object_id(rev_id):
+            raise CorruptStore(f"ref {name} does not hold an object id", hint="run hs fsck")
+        try:
+            return self.load_session(rev_id)
+        except NotFound:
+            raise CorruptStore(f"ref {name} points at missing object {rev_id}") from None
+        except BadInput as e:
+            raise CorruptStore(f"ref {name}: {e.message}", hint="run hs fsck") from None
 
     def session(self, session_id: str) -> SessionRev:
         rev = self.session_ref(session_id)
         if rev is None:
             raise NotFound(f"no session {session_id}")
-        return self.load_session(rev)
+        return self._reached(SESSION_PREFIX + session_id, rev)
 
     def sessions(self) -> Iterator[SessionRev]:
-        for rev in self.session_refs().values():
-            yield self.load_session(rev)
+        for sid, rev in self.session_refs().items():
+            yield self._reached(SESSION_PREFIX + sid, rev)
 
     def session_history(self, session_id: str) -> Iterator[tuple[str, SessionRev]]:
         """Every revision of a session, newest first."""

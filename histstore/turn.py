@@ -7,9 +7,9 @@ Field names are a contract (docs/format.md, "Turn"):
 ================  =========================================================
 ``turn_id``       str, unique within the agent (Claude Code: the prompt's uuid)
 ``session_id``    str, the session the turn belongs to
-``project``       str, the project key: the top level of the git work tree of the
-                  directory the session ran in, else that directory (see
-                  histstore.project; Claude Code: its launch directory)
+``project``       str, the project: the directory the session ran in as the agent
+                  recorded it (Claude Code: its launch directory). Views that
+                  scope by project compare histstore.project.project_key of it
 ``asked_at``      str, RFC 3339 UTC with milliseconds, ``2026-01-02T03:04:05.678Z``
 ``asked``         str, what the person asked
 ``answered``      str, the agent's final answer ("" when there was none)
@@ -76,10 +76,15 @@ def parse_time(value: str) -> datetime:
     text = value.strip().replace(" ", "T")
     if text.endswith("Z"):
         text = text[:-1] + "+00:00"
-    dt = datetime.fromisoformat(text)
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC)
+    try:
+        dt = datetime.fromisoformat(text)
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=UTC)
+        return dt.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise BadInput(
+            f"not a valid time: {value!r}", hint="write it as 2026-01-02T03:04:05Z"
+        ) from None
 
 
 def format_time(dt: datetime) -> str:

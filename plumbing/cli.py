@@ -16,6 +16,7 @@ import typer
 from histstore.errors import BadInput, NotFound
 from histstore.objects import KINDS, canonical_json, hash_object
 from histstore.refs import KIND_OF_NAMESPACE, RefChange, check_ref_name
+from histstore.store import SessionRev
 
 from .common import command_line, emit, new_app, open_store
 
@@ -130,6 +131,13 @@ def update_ref(
         want = KIND_OF_NAMESPACE.get(name.split("/")[0])
         if want and kind != want:
             raise BadInput(f"{name} must point at a {want} object; {new_id[:12]} is a {kind}")
+        if kind == "session":
+            try:
+                rev = SessionRev.from_json(store.get_json(new_id))
+            except ValueError as e:
+                raise BadInput(f"{new_id[:12]}: {e}") from None
+            if name.startswith("sessions/") and rev.session_id != name.split("/", 1)[1]:
+                raise BadInput(f"{new_id[:12]} is a revision of session {rev.session_id!r}")
     old_id = _opt_id(old)
     if old_id is not None:
         old_id = store.objects.resolve_prefix(old_id)

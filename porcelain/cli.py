@@ -22,7 +22,6 @@ from histstore.history import (
 from histstore.objectstore import DiskObjectStore
 from histstore.plumbing.cli import app as plumbing_app
 from histstore.plumbing.common import command_line, new_app, open_store, store_path
-from histstore.project import project_key
 from histstore.store import Store
 
 if TYPE_CHECKING:
@@ -191,7 +190,7 @@ def log(
     store = open_store(ctx)
     since_ts = parse_since(since) if since else None
     if project is not None and os.path.isdir(project):
-        project = project_key(str(Path(project).resolve()))
+        project = str(Path(project).resolve())
     entries = log_entries(store, session=session, project=project, since=since_ts)
     if n is not None:
         entries = entries[:n]

@@ -268,3 +268,57 @@ def test_usage_error_exit_code(hs: HS) -> None:
     r = hs("log", "--no-such-flag")
     assert r.exit_code == 2
     assert "No such option" in r.stderr
+
+
+def test_no_bad_line_stops_an_import(hs: HS, tmp_path: Path) -> None:
+    """Each of these lines is refused with its line number; the good ones import."""
+    hs("init")
+    good = json.dumps(turn_record(1))
+    bad = [
+        json.dumps(turn_record(2, asked_at="2026-13-45T00:00:00Z")),
+        json.dumps(turn_record(3, asked_at="0001-01-01T00:00:00+01:00")),
+        json.dumps(turn_record(4)).replace('"tainted": false', '"tainted": false, "x": NaN'),
+        json.dumps(turn_record(5)).replace(
+            '"tainted": false', '"tainted": false, "x": ' + "9" * 5000
+        ),
+        json.dumps(turn_record(6)).replace(
+            '"tainted": false', '"tainted": false, "x": ' + "[" * 5000 + "]" * 5000
+        ),
+    ]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join([good, *bad, json.dumps(turn_record(7))]) + "\n")
+    r = hs("import", str(path))
+    assert r.exit_code == 0, r.stderr
+    assert "turns: 2 added" in r.stdout
+    for lineno in range(2, 7):
+        assert f"{path}:{lineno}:" in r.stderr
+    assert "internal error" not in r.stderr
+
+
+def test_a_lone_surrogate_in_a_claude_file_imports(hs: HS, tmp_path: Path) -> None:
+    hs("init")
+    proj = tmp_path / "projects" / "-p"
+    proj.mkdir(parents=True)
+    line = json.dumps(
+        {
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "sessionId": "s-1",
+            "cwd": "/p",
+            "isSidechain": False,
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "message": {"role": "user", "content": "cut here \ud83d"},
+        }
+    )
+    assert "\\ud83d" in line
+    (proj / "s-1.jsonl").write_text(line + "\n")
+    r = hs("import", str(tmp_path / "projects"))
+    assert r.exit_code == 0 and "turns: 1 added" in r.stdout, r.stderr
+    assert hs.json_lines("log", "--json")[0]["asked"] == "cut here \ufffd"
+
+
+def test_since_out_of_range_is_bad_input(hs: HS) -> None:
+    hs("init")
+    r = hs("log", "--since", "99999999999y")
+    assert r.exit_code == 2 and "--since" in r.stderr

@@ -96,3 +96,54 @@ def test_leftover_pack_of_a_killed_import(hs: HS, store_path: Path) -> None:
     r = hs("fsck", "--repair")
     assert r.exit_code == 0
     assert not list((store_path / "objects" / "pack").glob("tmp-*"))
+
+
+def test_broken_pack_index_is_a_finding_not_a_crash(
+    hs: HS, store_path: Path, tmp_path: Path
+) -> None:
+    hs("init")
+    recs = [turn_record(i) for i in range(1, 60)]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    hs("import", str(path))
+    idx = next((store_path / "objects" / "pack").glob("pack-*.idx"))
+    idx.write_bytes(b"")
+    r = hs("fsck")
+    assert r.exit_code == 7
+    assert "pack index is truncated" in r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
+
+
+def test_pack_without_index_is_a_warning_repair_removes(hs: HS, store_path: Path) -> None:
+    setup(hs)
+    (store_path / "objects" / "pack").mkdir(exist_ok=True)
+    (store_path / "objects" / "pack" / "pack-abc.pack").write_bytes(b"HSPACK\x00\x01")
+    assert [(s, c) for s, c, _ in findings(store_path)] == [("warning", "pack")]
+    assert hs("fsck", "--repair").exit_code == 0
+    assert findings(store_path) == []
+
+
+def test_malformed_session_object_is_found(hs: HS, store_path: Path) -> None:
+    hs("init")
+    bad = hs.json_lines(
+        "plumbing",
+        "hash-object",
+        "-w",
+        "-t",
+        "session",
+        "-",
+        input='{"session_id": "x", "turns": []}',
+    )[0]["id"]
+    r = hs("plumbing", "update-ref", "sessions/x", bad)
+    assert r.exit_code == 2 and "not a session revision" in r.stderr
+    got = findings(store_path)
+    assert any(s == "error" and "not a session revision" in m for s, _, m in got)
+
+
+def test_garbage_in_a_ref_is_corruption(hs: HS, store_path: Path) -> None:
+    setup(hs)
+    (store_path / "refs" / "sessions" / "sess-a").write_bytes(b"\xff\xfegarbage\n")
+    r = hs("log")
+    assert r.exit_code == 7 and "does not hold an object id" in r.stderr
+    r = hs("fsck")
+    assert r.exit_code == 7 and "Traceback" not in r.stderr

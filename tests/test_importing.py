@@ -207,7 +207,7 @@ def test_claude_code_import_with_bad_line(store: Store, tmp_path: Path) -> None:
     assert [(p.line, "JSON" in p.message) for p in rep.problems] == [(2, True)]
 
 
-def test_project_key_is_the_git_top_level_when_local(store: Store, tmp_path: Path) -> None:
+def test_project_scoping_uses_the_git_top_level_when_local(store: Store, tmp_path: Path) -> None:
     from histstore.project import project_key
 
     repo = tmp_path / "repo"
@@ -230,7 +230,15 @@ def test_project_key_is_the_git_top_level_when_local(store: Store, tmp_path: Pat
         + "\n"
     )
     import_paths(store, [proj])
-    assert store.session("11111111-2222-3333-4444-555555555555").project == str(repo)
+    sid = "11111111-2222-3333-4444-555555555555"
+    # the turn keeps the directory as recorded; scoping maps it to its project
+    assert store.session(sid).project == str(repo / "src")
+    assert [e.turn_id for e in log_entries(store, project=str(repo))] == ["u1"]
+    assert [e.turn_id for e in log_entries(store, project=str(repo / "src"))] == ["u1"]
+    assert log_entries(store, project=str(tmp_path / "elsewhere")) == []
+    # what the disk holds at import time never changes what is stored
+    (repo / ".git").rmdir()
+    assert import_paths(store, [proj]).operation is None
 
 
 def test_progress_reports_every_byte_read(store: Store, tmp_path: Path) -> None:

@@ -58,3 +58,19 @@ def test_flipped_byte_is_corrupt_object_naming_the_id() -> None:
         with pytest.raises(CorruptObject) as e:
             codec.decode(oid, bytes(bad))
         assert e.value.object_id == oid
+
+
+def test_frame_without_content_size_is_accepted() -> None:
+    """Any valid single zstd frame holds an object, even one a streaming writer
+    wrote without its content size (docs/format.md)."""
+    import io
+
+    import zstandard
+
+    data = b"blob 5\x00hello"
+    out = io.BytesIO()
+    with zstandard.ZstdCompressor(write_content_size=False).stream_writer(out, closefd=False) as w:
+        w.write(data)
+    frame = out.getvalue()
+    assert zstandard.frame_content_size(frame) == -1
+    assert Codec().decode(hash_object("blob", b"hello"), frame) == ("blob", b"hello")

@@ -149,3 +149,29 @@ def test_crash_between_log_and_refs_rolls_forward(tmp_path: Path) -> None:
     assert done is not None and done.command == "hs two"
     assert fresh.list_refs() == {"sessions/s1": B, "sessions/s2": C}
     assert fresh.recover() is None
+
+
+@pytest.mark.parametrize("bad", ["abc\n", "a.", "CON", "nul.txt", "com1", "Lpt9.x"])
+def test_trailing_newlines_dots_and_device_names_are_refused(bad: str) -> None:
+    with pytest.raises(BadInput):
+        check_component(bad)
+
+
+def test_ids_differing_in_case_never_share_a_file(tmp_path: Path) -> None:
+    refs = RefStore(tmp_path)
+    refs.apply([RefChange("sessions/Abc", None, A), RefChange("sessions/abc", None, B)], "hs x")
+    files = sorted(p.name for p in (tmp_path / "refs" / "sessions").iterdir())
+    assert files == ["^abc", "abc"]  # distinct even where the disk folds case
+    assert refs.list_refs() == {"sessions/Abc": A, "sessions/abc": B}
+    assert refs.read("sessions/Abc") == A
+
+
+def test_a_ref_cannot_be_both_file_and_folder(tmp_path: Path) -> None:
+    refs = RefStore(tmp_path)
+    refs.apply([RefChange("remotes/o/x", None, A)], "hs one")
+    with pytest.raises(Conflict):
+        refs.apply([RefChange("remotes/o/x/y", None, B)], "hs two")
+    refs.apply([RefChange("remotes/o/p/q", None, B)], "hs three")
+    with pytest.raises(Conflict):
+        refs.apply([RefChange("remotes/o/p", None, C)], "hs four")
+    assert len(refs.operations()) == 2

@@ -50,9 +50,10 @@ Fields
   that has one, else the project folder's name (the slug). For a sub-agent file
   it is the first cwd of the *parent* session file when that file is found
   beside it (a sub-agent may run in its own worktree; its turns still belong to
-  the parent's project), else the sub-agent file's own first cwd. When that
-  directory exists on this machine, the key is the top of its git work tree
-  (histstore.project.project_key), the same key recall scopes to.
+  the parent's project), else the sub-agent file's own first cwd. The turn keeps
+  that directory as written; a view that scopes by project (hs log --project,
+  recall) maps both sides through histstore.project.project_key, so a re-import
+  never depends on what this machine's disk holds.
 * One assistant API message written as several lines (same ``message.id``) is
   merged: ``answered`` is the last ``text`` block of the last assistant message of
   the turn, "" when that message has no text or is an API error.
@@ -79,7 +80,6 @@ from typing import Any
 
 from histstore.errors import BadInput
 from histstore.importers import PROGRESS_STEP, Parsed, Problem, Progress, Redact, SessionMeta
-from histstore.project import project_key
 from histstore.redact import redact_json_line
 from histstore.turn import is_untrusted_tool, normalize_time
 
@@ -446,17 +446,18 @@ def parse_file(
     session_fallback = path.stem
     if layout == "nested" and len(path.parents) >= 2:
         session_fallback = path.parents[1].name
-    session_id = first_session or session_fallback
+    # names taken from the file system are text from outside too
+    session_id = first_session or redact(session_fallback)
     project = None
     if sub_mode:
         project = _parent_cwd(path, layout, session_id, redact)
-    project = project_key(project or first_cwd or _project_slug(path))
+    project = project or first_cwd or redact(_project_slug(path))
 
     subagent: str | None = None
     subagent_meta: Any = None
     if sub_mode:
         m = _AGENT_FILE.match(path.stem)
-        subagent = first_agent or (m.group(1) if m else path.stem)
+        subagent = first_agent or redact(m.group(1) if m else path.stem)
         subagent_meta = _read_meta(path, redact, problems)
         yield from problems
         problems.clear()
@@ -649,7 +650,7 @@ def _build_turn(
     if not turn_id:
         turn_id = next((u for ln in lines if (u := _str(ln.obj.get("uuid")))), None)
     if not turn_id:
-        turn_id = f"{session_id}:{head.lineno}"
+        turn_id = f"{session_id}-L{head.lineno}"
 
     raw_pairs = [(ln.lineno, ln.text) for ln in lines] + group.extra_raw
     raw_pairs.sort(key=lambda p: p[0])

@@ -30,6 +30,8 @@ def parse_text(text: str, redact: Redact) -> dict[str, Any]:
         _, obj = redact_json_line(redact, text)
     except json.JSONDecodeError as e:
         raise BadInput(f"not valid JSON ({e.msg})") from None
+    except (ValueError, RecursionError) as e:  # NaN, a 5000-digit number, deep nesting
+        raise BadInput(f"not JSON the store can keep ({str(e)[:80]})") from None
     return normalize_turn(obj)
 
 

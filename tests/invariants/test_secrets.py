@@ -216,3 +216,25 @@ def test_secret_spelled_with_unicode_escapes_is_caught(
     with Store.open(store_path) as store:
         chunks = all_store_bytes(store, store_path)
         assert not any(key.encode() in c or escaped.encode() in c for c in chunks)
+
+
+def test_secrets_in_file_and_folder_names_never_reach_the_store(
+    hs: HS, tmp_path: Path, store_path: Path
+) -> None:
+    hs("init")
+    token = SECRETS["github"]
+    proj = tmp_path / "projects" / f"-home-me-{token}"
+    proj.mkdir(parents=True)
+    rec = {
+        "type": "user",
+        "uuid": "u1",
+        "parentUuid": None,
+        "isSidechain": False,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"role": "user", "content": "hi"},
+    }
+    (proj / f"{token}.jsonl").write_text(json.dumps(rec) + "\n")  # no sessionId, no cwd
+    r = hs("import", str(tmp_path / "projects"))
+    assert r.exit_code == 0  # (the terminal may echo the path the person typed)
+    with Store.open(store_path) as store:
+        assert not any(token.encode() in c for c in all_store_bytes(store, store_path))
