@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .errors import BadInput, CorruptObject, CorruptStore, HistError
@@ -50,6 +52,13 @@ def _blob_refs(value: Any) -> Iterator[str]:
             yield from _blob_refs(v)
 
 
+def _older_than(path: Path, seconds: float) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime > seconds
+    except FileNotFoundError:
+        return False
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -76,7 +85,8 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
                     Finding("error", "pack", "pack index checksum mismatch", pack.idx_path.name)
                 )
         for orphan in sorted(objects.pack_dir.glob("pack-*.pack")):
-            if not orphan.with_suffix(".idx").exists():
+            if not orphan.with_suffix(".idx").exists() and _older_than(orphan, 3600):
+                # (a younger one may be an import between its pack and its index)
                 # a crash after the pack was renamed, before its index was written:
                 # nothing points at its objects (the import never committed)
                 if repair:

@@ -1,4 +1,8 @@
-"""The project key: what `hs` files a turn under and what recall scopes to."""
+"""The project key: what views scope by (hs log --project, recall).
+
+Turns keep their project directory as the agent recorded it; a view maps it
+through :func:`project_key` when it compares, so what is stored never depends
+on what this machine's disk holds."""
 
 from __future__ import annotations
 

@@ -45,6 +45,9 @@ _DEVICE_NAMES = frozenset(
     ["CON", "PRN", "AUX", "NUL"] + [f"{p}{i}" for p in ("COM", "LPT") for i in range(1, 10)]
 )
 MAX_COMPONENT = 128
+#: a component's file name (capitals take two characters) leaves room for the
+#: temporary name of an atomic write within the usual 255-byte limit
+MAX_FILE_NAME = 200
 MAX_NAME = 255
 NAMESPACES = ("sessions", "memory", "overlay", "remotes", "heads")
 #: the kind of object a ref of each namespace points at
@@ -60,7 +63,7 @@ def check_component(text: str, what: str = "id") -> str:
     if not isinstance(text, str) or not text:
         raise BadInput(f"empty {what}")
     shown = text[:60].encode("unicode_escape").decode("ascii")
-    if len(text) > MAX_COMPONENT:
+    if len(text) > MAX_COMPONENT or len(_file_name(text)) > MAX_FILE_NAME:
         raise BadInput(f"{what} is too long ({len(text)} characters, at most {MAX_COMPONENT})")
     if (
         ".." in text
@@ -196,8 +199,8 @@ class RefStore:
     def read(self, name: str) -> str | None:
         try:
             value = self._path(name).read_text("ascii").strip()
-        except FileNotFoundError:
-            return None
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None  # no ref of that name (refs below it, or one above it)
         except UnicodeDecodeError:
             raise CorruptStore(f"ref {name} does not hold an object id") from None
         if not is_object_id(value):

@@ -157,6 +157,14 @@ def test_trailing_newlines_dots_and_device_names_are_refused(bad: str) -> None:
         check_component(bad)
 
 
+def test_a_long_capitalised_id_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    refs = RefStore(tmp_path)
+    with pytest.raises(BadInput):
+        refs.apply([RefChange("sessions/" + "A" * 125, None, A)], "hs x")
+    assert refs.operations() == []
+    refs.apply([RefChange("sessions/" + "a" * 128, None, A)], "hs y")
+
+
 def test_ids_differing_in_case_never_share_a_file(tmp_path: Path) -> None:
     refs = RefStore(tmp_path)
     refs.apply([RefChange("sessions/Abc", None, A), RefChange("sessions/abc", None, B)], "hs x")
