@@ -8,11 +8,8 @@ from __future__ import annotations
 import os
 import sys
 import tomllib
-import uuid
 from pathlib import Path
 from typing import Any
-
-import tomli_w
 
 from .errors import BadInput, CorruptStore, NoStore, UnsupportedStore
 from .fsutil import atomic_write
@@ -38,6 +35,8 @@ def default_store_path() -> Path:
 
 
 def new_config() -> dict[str, Any]:
+    import uuid
+
     return {
         "store": {"format": FORMAT_VERSION, "id": str(uuid.uuid4()), "created": now_rfc3339()},
         "redact": {"patterns": []},
@@ -45,6 +44,8 @@ def new_config() -> dict[str, Any]:
 
 
 def write_config(root: Path, config: dict[str, Any]) -> None:
+    import tomli_w  # only init and config changes write it
+
     atomic_write(root / CONFIG_NAME, tomli_w.dumps(config).encode("utf-8"))
 
 

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import filelock
-
 from .config import FORMAT_VERSION, new_config, read_config, write_config
 from .errors import BadInput, CorruptObject, CorruptStore, Locked, NotFound
 from .objects import decode_json, is_object_id
@@ -115,7 +113,7 @@ class Store:
         self.objects: ObjectStore = DiskObjectStore(root / "objects")
         self.refs = RefStore(root)
         self.redactor = Redactor(config.get("redact", {}).get("patterns", []))
-        self._lock = filelock.FileLock(str(root / "lock"))
+        self._lock: Any = None  # a filelock.FileLock, made by the first writer
         self.lock_timeout = lock_timeout()
 
     # ------------------------------------------------------------ lifecycle
@@ -164,6 +162,10 @@ class Store:
 
         A writer that takes it first completes an operation a crash left logged
         but not applied, so what it reads under the lock is the latest state."""
+        import filelock  # writers only: readers never lock, and start-up stays lean
+
+        if self._lock is None:
+            self._lock = filelock.FileLock(str(self.root / "lock"))
         try:
             self._lock.acquire(timeout=self.lock_timeout)
         except filelock.Timeout:

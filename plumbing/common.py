@@ -39,8 +39,6 @@ class HsGroup(TyperGroup):
         except HistError as e:
             report_error(e)
             ctx.exit(e.exit_code)
-        except (typer.Exit, typer.Abort, typer.TyperException):
-            raise
         except KeyboardInterrupt:
             typer.echo("hs: interrupted", err=True)
             ctx.exit(130)
@@ -54,7 +52,7 @@ class HsGroup(TyperGroup):
             typer.echo(f"hs: error: {e.strerror or e}{where}", err=True)
             ctx.exit(1)
         except Exception as e:  # the last resort: never a traceback to a user
-            if os.environ.get("HS_DEBUG"):
+            if os.environ.get("HS_DEBUG") or _is_cli_signal(e):
                 raise
             typer.echo(
                 f"hs: internal error: {type(e).__name__}: {e}; "
@@ -62,6 +60,14 @@ class HsGroup(TyperGroup):
                 err=True,
             )
             ctx.exit(1)
+
+
+def _is_cli_signal(e: Exception) -> bool:
+    """Exit, abort and usage errors that typer's own machinery turns into output
+    and an exit code (their classes live in typer's vendored click)."""
+    return isinstance(e, (typer.Exit, typer.Abort)) or type(e).__module__.startswith(
+        ("typer.", "click.")
+    )
 
 
 def new_app(help_text: str) -> typer.Typer:
