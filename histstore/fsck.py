@@ -298,4 +298,46 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
                     name,
                 )
             )
+    out += _check_index(store)
+    return out
+
+
+def _check_index(store: Store) -> list[Finding]:
+    """The current generation of the recall index: readable, whole, and holding
+    one row per turn when it is up to date (an index is derived data: any
+    problem is mended by `hs plumbing index-build`)."""
+    import sqlite3
+
+    from .recall import SCHEMA_VERSION, RecallIndex
+
+    index = RecallIndex(store)
+    try:
+        path = index.current_path()
+        if path is None:
+            return []
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            bad = [r[0] for r in conn.execute("PRAGMA quick_check") if r[0] != "ok"]
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            rows = conn.execute("SELECT count(*) FROM turn").fetchone()[0]
+        finally:
+            conn.close()
+    except (HistError, sqlite3.Error) as e:
+        return [Finding("error", "index", f"{e}; rebuild it with `hs plumbing index-build`")]
+    out = [Finding("error", "index", f"damaged: {b}", path.name) for b in bad[:5]]
+    if meta.get("schema") != SCHEMA_VERSION:
+        out.append(Finding("error", "index", f"unknown schema {meta.get('schema')!r}", path.name))
+    last = store.refs.last_operation()
+    if meta.get("applied_op") != (last.op if last else ""):
+        out.append(
+            Finding(
+                "warning", "index", "behind the refs log; the next write catches it up", path.name
+            )
+        )
+    else:
+        turns = sum(len(s.turns) for s in store.sessions())
+        if rows != turns:
+            out.append(
+                Finding("error", "index", f"holds {rows} turns, the store {turns}", path.name)
+            )
     return out

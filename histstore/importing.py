@@ -20,13 +20,14 @@ lock against its current revision, so two importers at once lose nothing.
 
 from __future__ import annotations
 
+import sqlite3
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput
+from .errors import BadInput, HistError
 from .importers import Problem, Progress, SessionMeta, claude_code, turns_jsonl
 from .importers.detect import expand
 from .objects import canonical_json, hash_object
@@ -99,6 +100,8 @@ class ImportReport:
     objects_written: int = 0
     problems: list[Problem] = field(default_factory=list)
     operation: Operation | None = None
+    #: why the recall index could not take the new turns (they are stored all the same)
+    index_error: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -115,6 +118,7 @@ class ImportReport:
                 {"file": p.file, "line": p.line, "message": p.message} for p in self.problems
             ],
             "operation": self.operation.op if self.operation else None,
+            "index_error": self.index_error,
         }
 
 
@@ -335,6 +339,7 @@ def import_paths(
             except OSError as e:
                 imp.report.problems.append(Problem(str(path), 0, f"cannot read: {e.strerror}"))
         imp.commit(batch)
+    refresh_index(store, imp.report)
     return imp.report
 
 
@@ -349,7 +354,22 @@ def record_turn(store: Store, text: str, command: str = "hs record") -> tuple[st
         if imp.report.problems:
             raise BadInput(imp.report.problems[0].message)
         imp.commit(batch)
+    refresh_index(store, imp.report)
     return turn["turn_id"], imp.report
+
+
+def refresh_index(store: Store, report: ImportReport) -> None:
+    """Bring the recall index up to date, so new turns are searchable as soon as
+    the command returns. The turns are committed whatever happens here; a failure
+    is reported, and the next write or `hs plumbing index-build` catches up."""
+    if report.operation is None:
+        return
+    from .recall import RecallIndex  # sqlite3 only for writers that changed something
+
+    try:
+        RecallIndex(store).catch_up()
+    except (HistError, sqlite3.Error, OSError) as e:
+        report.index_error = str(e)
 
 
 def _size(path: Path) -> int:

@@ -183,3 +183,33 @@ def fsck_cmd(
         emit(f.as_json())
     if any(f.severity == "error" for f in findings):
         raise typer.Exit(7)
+
+
+@app.command("index-build")
+def index_build(
+    ctx: typer.Context,
+    no_fts: Annotated[
+        bool, typer.Option("--no-fts", help="Build without FTS5 (the LIKE fallback).")
+    ] = False,
+) -> None:
+    """Build a new generation of the recall index and swap it in."""
+    from histstore.recall import RecallIndex
+
+    status = RecallIndex(open_store(ctx)).build(fts=False if no_fts else None)
+    emit(status.as_json())
+
+
+@app.command("index-status")
+def index_status(ctx: typer.Context) -> None:
+    """The current generation, the operation it is built to, stale or not, rows."""
+    from histstore.recall import RecallIndex
+
+    emit(RecallIndex(open_store(ctx)).status().as_json())
+
+
+@app.command("index-rollback")
+def index_rollback(ctx: typer.Context) -> None:
+    """Serve the previous generation again (it catches up on the next write)."""
+    from histstore.recall import RecallIndex
+
+    emit(RecallIndex(open_store(ctx)).rollback().as_json())

@@ -277,8 +277,84 @@ def show(
 
 
 @app.command()
+def recall(
+    ctx: typer.Context,
+    query: Annotated[list[str], typer.Argument(help="What to look for.")],
+    everywhere: Annotated[
+        bool, typer.Option("--everywhere", "-e", help="Search every project.")
+    ] = False,
+    project: Annotated[
+        str | None, typer.Option(help="Search this project (default: the current one).")
+    ] = None,
+    days: Annotated[int | None, typer.Option(help="Only the last N days.")] = None,
+    k: Annotated[int, typer.Option("-k", help="How many turns, 1 to 10.")] = 5,
+    json_out: JsonOpt = False,
+) -> None:
+    """Find the turns that talked about something, best first."""
+    from histstore.project import project_key
+    from histstore.recall import UNTRUSTED_LABEL, RecallIndex
+
+    if everywhere and project is not None:
+        raise BadInput("give --everywhere or --project, not both")
+    store = open_store(ctx)
+    if everywhere:
+        scope = None
+    elif project is not None:
+        scope = str(Path(project).resolve()) if os.path.isdir(project) else project
+    else:
+        scope = project_key(os.getcwd())
+    text = " ".join(query)
+    fallback = os.environ.get("HS_RECALL_FALLBACK", "") not in ("", "0")
+    res = RecallIndex(store).search(text, project=scope, days=days, k=k, fallback=fallback)
+    if json_out:
+        typer.echo(
+            json.dumps(
+                {
+                    "query": text,
+                    "terms": [" ".join(t) for t in res.query.terms],
+                    "outcome": res.outcome,
+                    "project": res.scope,
+                    "days": days,
+                    "path": res.path,
+                    "hits": [h.as_json() for h in res.hits],
+                },
+                ensure_ascii=False,
+            )
+        )
+        return
+    where = f" in {res.scope}" if res.scope else ""
+    if res.outcome == "empty":
+        typer.echo("nothing recorded yet: import sessions with `hs import`")
+    elif res.outcome == "no-terms":
+        typer.echo(f"nothing to look for: {text!r} holds only function words")
+    elif res.outcome == "no-match":
+        more = " (try --everywhere)" if res.scope else ""
+        typer.echo(f"no turn matches {text!r}{where}{more}")
+    elif res.outcome == "no-match-in-days":
+        typer.echo(
+            f"no turn matches {text!r}{where} in the last {days} days "
+            "(older turns do: widen or drop --days)"
+        )
+    for i, h in enumerate(res.hits):
+        if i:
+            typer.echo("")
+        typer.echo(f"{h.asked_at[:10]}  session {h.session_id[:8]}  turn {h.turn_id[:12]}")
+        if res.scope is None:
+            typer.echo(f"  project: {h.project}")
+        typer.echo(f"  {h.excerpt}")
+        if h.edited:
+            typer.echo("  edited: " + ", ".join(h.edited))
+        if h.read:
+            typer.echo("  read: " + ", ".join(h.read))
+        if h.tainted:
+            typer.echo(f"  {UNTRUSTED_LABEL}")
+
+
+@app.command()
 def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Where the store is, what it holds, and its size."""
+    from histstore.project import project_key
+
     store = open_store(ctx)
     sessions = list(store.sessions())
     turns = sum(len(s.turns) for s in sessions)
@@ -296,7 +372,7 @@ def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         "id": store.config["store"]["id"],
         "sessions": len(sessions),
         "turns": turns,
-        "projects": len({s.project for s in sessions}),
+        "projects": len({project_key(s.project) for s in sessions}),
         "objects": objs.count(),
         "packs": packs,
         "loose_objects": loose,

@@ -1,0 +1,745 @@
+"""The recall index: SQLite FTS5 over turns, in generations swapped atomically.
+
+Derived data (docs/format.md, "The recall index"): it can always be rebuilt from
+the objects the session refs reach. Layout under ``index/`` in the store::
+
+    CURRENT             the name of the generation readers use, replaced atomically
+    gen-<n>.sqlite      a generation (and SQLite's -wal/-shm beside it)
+    lock                the index writers' lock (readers never take it)
+
+A rebuild writes a new generation file from scratch, then swaps ``CURRENT``
+under the lock; the last ``KEEP`` generations stay, so a swap can be undone.
+New operations reach the current generation by *catching up*: the refs-log
+entries after the one it last applied are replayed as row changes (a session
+ref that moved from revision A to B: the turns B has that A had not are
+inserted, those A had that B has not are deleted). ``hs import`` and
+``hs record`` catch up before they return.
+
+Rows are numbered in time order (``rowid = asked_at ms * 4096 + n``), so a
+days window is a rowid range. The project scope is a token column inside the
+FTS table. When FTS5 is missing from the SQLite at hand, or the fallback is
+forced, the same questions are answered by LIKE over the same table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from .errors import BadInput, CorruptStore, HistError, Locked
+from .fsutil import atomic_write, fsync_dir, fsync_file
+from .history import load_turn
+from .project import project_key
+from .refs import Operation
+from .stopwords import FUNCTION_WORDS
+from .store import SESSION_PREFIX, SessionRev, Store, TurnEntry
+from .turn import parse_time
+
+SCHEMA_VERSION = "1"
+KEEP = 3
+#: a term in more documents than this is "common": ranking all its matches is
+#: the slow part of a query, so the work for it is bounded (see search)
+COMMON_DOCS = 2000
+#: when every term is common, only the newest this many turns in scope are ranked
+COMMON_WINDOW = 3000
+K_MAX = 10
+EXCERPT = 160
+UNTRUSTED_LABEL = "[this turn read untrusted content — weigh its answer accordingly]"
+
+_GEN = re.compile(r"^gen-(\d+)\.sqlite$")
+_TOKEN = re.compile(r"[^\W_]+")  # what SQLite's unicode61 tokenizer keeps as a token
+
+SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE turn(
+    rowid INTEGER PRIMARY KEY,      -- asked_at in ms * 4096 + n: time order
+    turn_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    object TEXT NOT NULL,
+    project TEXT NOT NULL,          -- as recorded
+    pkey TEXT NOT NULL,             -- histstore.project.project_key(project)
+    proj TEXT NOT NULL,             -- a token naming pkey, for the FTS column filter
+    asked_at TEXT NOT NULL,
+    asked TEXT NOT NULL,
+    answered TEXT NOT NULL,
+    files TEXT NOT NULL,            -- read and edited paths, one per line (searched)
+    read_json TEXT NOT NULL,
+    edited_json TEXT NOT NULL,
+    tainted INTEGER NOT NULL,
+    UNIQUE(session_id, turn_id)
+);
+CREATE INDEX turn_pkey ON turn(pkey, rowid);
+CREATE INDEX turn_id ON turn(turn_id);
+"""
+FTS_SCHEMA = """
+CREATE VIRTUAL TABLE fts USING fts5(
+    asked, answered, files, proj, content='turn', content_rowid='rowid'
+);
+CREATE VIRTUAL TABLE vocab USING fts5vocab(fts, 'row');
+"""
+
+
+def fts5_available() -> bool:
+    try:
+        c = sqlite3.connect(":memory:")
+        c.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        c.close()
+        return True
+    except sqlite3.OperationalError:
+        return False
+
+
+def proj_token(pkey: str) -> str:
+    return "p" + str(blake3.blake3(pkey.encode("utf-8")).hexdigest())[:20]
+
+
+def time_ms(ts: str) -> int:
+    return int(parse_time(ts).timestamp() * 1000)
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+# ------------------------------------------------------------------ queries
+
+
+@dataclass(frozen=True)
+class Query:
+    """A query reduced to its informative terms, each a phrase of tokens."""
+
+    text: str
+    terms: tuple[tuple[str, ...], ...]
+
+    @classmethod
+    def parse(cls, text: str) -> Query:
+        seen: dict[tuple[str, ...], None] = {}
+        for word in text.split():
+            toks = tuple(tokens(word))
+            if not toks or (len(toks) == 1 and toks[0] in FUNCTION_WORDS):
+                continue
+            if all(t in FUNCTION_WORDS for t in toks) and len(toks) > 1:
+                continue
+            seen.setdefault(toks, None)
+        return cls(text, tuple(seen))
+
+    def fts(self, terms: tuple[tuple[str, ...], ...] | None = None) -> str:
+        """Each term quoted (so ``login_user`` is the phrase "login user"), OR-ed."""
+        return " OR ".join('"' + " ".join(t) + '"' for t in (terms or self.terms))
+
+
+def term_in(term: tuple[str, ...], toks: list[str]) -> int:
+    """Index of the first token where the phrase ``term`` starts in ``toks``, or -1."""
+    n = len(term)
+    first = term[0]
+    for i, t in enumerate(toks):
+        if t == first and tuple(toks[i : i + n]) == term:
+            return i
+    return -1
+
+
+def excerpt(text: str, terms: tuple[tuple[str, ...], ...], width: int = EXCERPT) -> str | None:
+    """The text around the first match of any term (token-wise, ignoring case),
+    whitespace collapsed; None when no term is in the text. The same rule serves
+    both search paths."""
+    flat = " ".join(text.split())
+    best: int | None = None
+    for m in _TOKEN.finditer(flat):
+        start = m.start()
+        rest = tokens(flat[start : start + 400])
+        if any(rest[: len(t)] == list(t) for t in terms):
+            best = start
+            break
+    if best is None:
+        return None
+    lo = max(0, best - width // 3)
+    hi = min(len(flat), lo + width)
+    lo = max(0, min(lo, hi - width))
+    # cut at word boundaries
+    if lo > 0:
+        sp = flat.find(" ", lo)
+        lo = sp + 1 if 0 <= sp < best else lo
+    if hi < len(flat):
+        sp = flat.rfind(" ", best, hi)
+        hi = sp if sp > best else hi
+    return ("…" if lo > 0 else "") + flat[lo:hi] + ("…" if hi < len(flat) else "")
+
+
+@dataclass
+class Hit:
+    turn_id: str
+    session_id: str
+    object: str
+    project: str
+    asked_at: str
+    excerpt: str
+    read: list[str]
+    edited: list[str]
+    tainted: bool
+    score: float
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "turn_id": self.turn_id,
+            "session_id": self.session_id,
+            "object": self.object,
+            "project": self.project,
+            "asked_at": self.asked_at,
+            "excerpt": self.excerpt,
+            "read": self.read,
+            "edited": self.edited,
+            "tainted": self.tainted,
+            "score": self.score,
+        }
+
+
+@dataclass
+class RecallResult:
+    query: Query
+    hits: list[Hit]
+    #: "found" | "no-terms" | "empty" (nothing recorded yet) | "no-match" | "no-match-in-days"
+    outcome: str
+    scope: str | None  # the project key searched, None when everywhere
+    days: int | None
+    path: str  # "fts5" or "like"
+
+
+# ------------------------------------------------------------------ the index
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class IndexStatus:
+    generation: str | None
+    built_op: str | None
+    applied_op: str | None
+    last_op: str | None
+    rows: int
+    fts5: bool
+    generations: list[str] = field(default_factory=list)
+
+    @property
+    def stale(self) -> bool:
+        return self.generation is None or self.applied_op != self.last_op
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "generation": self.generation,
+            "built_op": self.built_op,
+            "applied_op": self.applied_op,
+            "last_op": self.last_op,
+            "stale": self.stale,
+            "rows": self.rows,
+            "fts5": self.fts5,
+            "generations": self.generations,
+        }
+
+
+class RecallIndex:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.dir = store.root / "index"
+        self._lock: Any = None  # a filelock.FileLock, made by the first writer
+
+    # -------------------------------------------------------- generations
+
+    def current_path(self) -> Path | None:
+        try:
+            name = (self.dir / "CURRENT").read_text("utf-8").strip()
+        except FileNotFoundError:
+            return None
+        if not _GEN.match(name):
+            raise CorruptStore(f"{self.dir / 'CURRENT'} does not name a generation")
+        path = self.dir / name
+        if not path.exists():
+            raise CorruptStore(
+                f"the current recall index {name} is missing",
+                hint="rebuild it with `hs plumbing index-build`",
+            )
+        return path
+
+    def generations(self) -> list[Path]:
+        if not self.dir.is_dir():
+            return []
+        gens = [(int(m.group(1)), p) for p in self.dir.iterdir() if (m := _GEN.match(p.name))]
+        return [p for _, p in sorted(gens)]
+
+    @contextlib.contextmanager
+    def lock(self, timeout: float | None = None) -> Iterator[None]:
+        import filelock  # writers only: readers never lock
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if self._lock is None:
+            self._lock = filelock.FileLock(str(self.dir / "lock"))
+        try:
+            self._lock.acquire(timeout=self.store.lock_timeout if timeout is None else timeout)
+        except filelock.Timeout:
+            raise Locked(f"the recall index of {self.store.root} is being rebuilt") from None
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def _connect(self, path: Path, *, write: bool) -> sqlite3.Connection:
+        if write:
+            conn = sqlite3.connect(path, isolation_level=None)
+        else:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout = 5000")
+        return conn
+
+    @staticmethod
+    def _meta(conn: sqlite3.Connection) -> dict[str, str]:
+        return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def status(self) -> IndexStatus:
+        last = self.store.refs.last_operation()
+        path = self.current_path()
+        gens = [p.name for p in self.generations()]
+        if path is None:
+            return IndexStatus(
+                None, None, None, last.op if last else None, 0, fts5_available(), gens
+            )
+        conn = self._connect(path, write=False)
+        try:
+            meta = self._meta(conn)
+        finally:
+            conn.close()
+        return IndexStatus(
+            path.name,
+            meta.get("built_op") or None,
+            meta.get("applied_op") or None,
+            last.op if last else None,
+            int(meta.get("rows", "0")),
+            meta.get("fts5") == "1",
+            gens,
+        )
+
+    # -------------------------------------------------------- writing rows
+
+    def _row(
+        self, conn: sqlite3.Connection, fts: bool, session: SessionRev, entry: TurnEntry
+    ) -> None:
+        turn = load_turn(self.store, entry.object)
+        pkey = project_key(session.project)
+        base = time_ms(entry.asked_at) * 4096
+        top = conn.execute(
+            "SELECT max(rowid) FROM turn WHERE rowid BETWEEN ? AND ?", (base, base + 4095)
+        ).fetchone()[0]
+        rowid = base if top is None else top + 1
+        files = "\n".join([*turn.get("files", []), *turn.get("edited", [])])
+        values = (
+            rowid,
+            entry.turn_id,
+            session.session_id,
+            entry.object,
+            session.project,
+            pkey,
+            proj_token(pkey),
+            entry.asked_at,
+            turn.get("asked") or "",
+            turn.get("answered") or "",
+            files,
+            json.dumps(turn.get("files", []), ensure_ascii=False),
+            json.dumps(turn.get("edited", []), ensure_ascii=False),
+            1 if turn.get("tainted") else 0,
+        )
+        conn.execute("INSERT INTO turn VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", values)
+        if fts:
+            conn.execute(
+                "INSERT INTO fts(rowid, asked, answered, files, proj) VALUES (?,?,?,?,?)",
+                (rowid, values[8], values[9], files, values[6]),
+            )
+
+    def _delete(self, conn: sqlite3.Connection, fts: bool, session_id: str, turn_id: str) -> None:
+        row = conn.execute(
+            "SELECT rowid, asked, answered, files, proj FROM turn"
+            " WHERE session_id = ? AND turn_id = ?",
+            (session_id, turn_id),
+        ).fetchone()
+        if row is None:
+            return
+        if fts:
+            conn.execute(
+                "INSERT INTO fts(fts, rowid, asked, answered, files, proj)"
+                " VALUES ('delete', ?, ?, ?, ?, ?)",
+                row,
+            )
+        conn.execute("DELETE FROM turn WHERE rowid = ?", (row[0],))
+
+    @staticmethod
+    def _has_fts(conn: sqlite3.Connection) -> bool:
+        return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts'").fetchone() is not None
+
+    def _set_meta(self, conn: sqlite3.Connection, **values: str) -> None:
+        conn.executemany(
+            "INSERT INTO meta(key, value) VALUES (?, ?)"
+            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            list(values.items()),
+        )
+
+    # -------------------------------------------------------- build
+
+    def build(self, *, fts: bool | None = None) -> IndexStatus:
+        """A new generation from every turn the session refs reach, swapped in."""
+        use_fts = fts5_available() if fts is None else fts
+        with self.lock():
+            gens = self.generations()
+            n = int(_GEN.match(gens[-1].name).group(1)) + 1 if gens else 1  # type: ignore[union-attr]
+            final = self.dir / f"gen-{n}.sqlite"
+            tmp = self.dir / f".gen-{n}.{os.getpid()}.tmp"
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            last = self.store.refs.last_operation()
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode = OFF")
+                conn.execute("PRAGMA synchronous = OFF")
+                conn.executescript(SCHEMA)
+                if use_fts:
+                    conn.executescript(FTS_SCHEMA)
+                conn.execute("BEGIN")
+                rows = 0
+                for session in self.store.sessions():
+                    for entry in session.turns:
+                        self._row(conn, use_fts, session, entry)
+                        rows += 1
+                op = last.op if last else ""
+                self._set_meta(
+                    conn,
+                    schema=SCHEMA_VERSION,
+                    built_op=op,
+                    applied_op=op,
+                    built_at=_now().isoformat(),
+                    rows=str(rows),
+                    fts5="1" if use_fts else "0",
+                )
+                conn.execute("COMMIT")
+                if use_fts:
+                    conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+                conn.execute("PRAGMA journal_mode = WAL")
+            except BaseException:
+                conn.close()
+                with contextlib.suppress(FileNotFoundError):
+                    tmp.unlink()
+                raise
+            conn.close()
+            fsync_file(tmp)
+            os.replace(tmp, final)
+            fsync_dir(self.dir)
+            atomic_write(self.dir / "CURRENT", (final.name + "\n").encode())
+            self._prune()
+        return self.status()
+
+    def _prune(self) -> None:
+        gens = self.generations()
+        current = self.current_path()
+        for old in gens[:-KEEP]:
+            if old == current:
+                continue
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    Path(str(old) + suffix).unlink()
+
+    def rollback(self) -> IndexStatus:
+        """Serve the generation before the current one (it catches up on the next write)."""
+        with self.lock():
+            gens = self.generations()
+            current = self.current_path()
+            older = [g for g in gens if current is None or g.name != current.name]
+            older = [g for g in older if current is None or _gen_no(g) < _gen_no(current)]
+            if not older:
+                raise BadInput("no earlier generation of the recall index is kept")
+            atomic_write(self.dir / "CURRENT", (older[-1].name + "\n").encode())
+        return self.status()
+
+    # -------------------------------------------------------- catch up
+
+    def catch_up(self, *, timeout: float | None = None) -> int:
+        """Apply the operations logged since the current generation last did;
+        build a first generation when there is none. Returns rows changed."""
+        with self.lock(timeout):
+            path = self.current_path()
+            if path is None:
+                if not self.store.session_refs():
+                    return 0  # nothing recorded yet: no index needed
+                return self._build_locked_count()
+            conn = self._connect(path, write=True)
+            try:
+                return self._catch_up(conn)
+            finally:
+                conn.close()
+
+    def _build_locked_count(self) -> int:
+        # build() takes the (re-entrant) lock itself
+        return self.build().rows
+
+    def _catch_up(self, conn: sqlite3.Connection) -> int:
+        meta = self._meta(conn)
+        applied = meta.get("applied_op") or None
+        ops = self.store.operations()
+        if applied is not None:
+            at = next((i for i, op in enumerate(ops) if op.op == applied), None)
+            if at is None:
+                raise CorruptStore(
+                    f"the recall index was built from operation {applied}, not in the refs log",
+                    hint="rebuild it with `hs plumbing index-build`",
+                )
+            todo = ops[at + 1 :]
+        else:
+            todo = ops
+        if not todo:
+            return 0
+        changed = 0
+        fts = self._has_fts(conn)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for op in todo:
+                changed += self._apply(conn, fts, op)
+            rows = conn.execute("SELECT count(*) FROM turn").fetchone()[0]
+            self._set_meta(conn, applied_op=todo[-1].op, rows=str(rows))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return changed
+
+    def _entries(self, rev: str | None) -> tuple[SessionRev | None, dict[str, TurnEntry]]:
+        if rev is None:
+            return None, {}
+        s = self.store.load_session(rev)
+        return s, {t.turn_id: t for t in s.turns}
+
+    def _apply(self, conn: sqlite3.Connection, fts: bool, op: Operation) -> int:
+        changed = 0
+        for c in op.changes:
+            if not c.ref.startswith(SESSION_PREFIX):
+                continue
+            _, old = self._entries(c.old)
+            new_s, new = self._entries(c.new)
+            sid = c.ref[len(SESSION_PREFIX) :]
+            for tid, entry in old.items():
+                if new.get(tid) != entry:
+                    self._delete(conn, fts, sid, tid)
+                    changed += 1
+            for tid, entry in new.items():
+                if old.get(tid) != entry:
+                    assert new_s is not None
+                    self._delete(conn, fts, sid, tid)
+                    self._row(conn, fts, new_s, entry)
+                    changed += 1
+        return changed
+
+    # -------------------------------------------------------- search
+
+    def search(
+        self,
+        text: str,
+        *,
+        project: str | None = None,
+        days: int | None = None,
+        k: int = 5,
+        fallback: bool = False,
+    ) -> RecallResult:
+        """The k best turns for ``text``: within ``project`` (a directory; None
+        searches everywhere) and the last ``days`` days. Never takes a lock."""
+        if not 1 <= k <= K_MAX:
+            raise BadInput(f"-k {k}: give a number from 1 to {K_MAX}")
+        if days is not None and days < 1:
+            raise BadInput(f"--days {days}: give a number of days, 1 or more")
+        query = Query.parse(text)
+        scope = project_key(project) if project is not None else None
+        path = self.current_path()
+        if path is None:
+            if self.store.session_refs():
+                raise HistError(
+                    "the recall index has not been built",
+                    hint="build it with `hs plumbing index-build`",
+                )
+            return RecallResult(query, [], "empty", scope, days, "none")
+        conn = self._connect(path, write=False)
+        try:
+            use_like = fallback or self._meta(conn).get("fts5") != "1"
+            where = "fts5" if not use_like else "like"
+            if not query.terms:
+                return RecallResult(query, [], "no-terms", scope, days, where)
+            if conn.execute("SELECT 1 FROM turn LIMIT 1").fetchone() is None:
+                return RecallResult(query, [], "empty", scope, days, where)
+            since = None
+            if days is not None:
+                since = int((_now() - timedelta(days=days)).timestamp() * 1000) * 4096
+            if use_like:
+                ranked = self._like(conn, query, scope, since, k)
+            else:
+                ranked = self._fts(conn, query, scope, since, k)
+            hits = self._hits(conn, query, ranked, k)
+            if hits:
+                outcome = "found"
+            elif days is not None and self._any(conn, query, scope, use_like):
+                outcome = "no-match-in-days"
+            else:
+                outcome = "no-match"
+            return RecallResult(query, hits, outcome, scope, days, where)
+        finally:
+            conn.close()
+
+    def _scope_window(
+        self, conn: sqlite3.Connection, scope: str | None, since: int | None
+    ) -> int | None:
+        """The lowest rowid among the newest COMMON_WINDOW turns in scope."""
+        if scope is None:
+            row = conn.execute(
+                "SELECT rowid FROM turn ORDER BY rowid DESC LIMIT 1 OFFSET ?", (COMMON_WINDOW,)
+            ).fetchone()
+        else:
+            row = conn.execute(
+                "SELECT rowid FROM turn WHERE pkey = ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                (scope, COMMON_WINDOW),
+            ).fetchone()
+        low = row[0] if row else None
+        if since is not None:
+            low = since if low is None else max(low, since)
+        return low
+
+    def _doc_freq(self, conn: sqlite3.Connection, term: tuple[str, ...]) -> int:
+        counts = [
+            (conn.execute("SELECT doc FROM vocab WHERE term = ?", (t,)).fetchone() or (0,))[0]
+            for t in term
+        ]
+        return min(counts)
+
+    def _fts(
+        self,
+        conn: sqlite3.Connection,
+        query: Query,
+        scope: str | None,
+        since: int | None,
+        k: int,
+    ) -> list[tuple[int, float]]:
+        """bm25 over FTS5, with the work bounded for very common terms: when some
+        terms are informative (in at most COMMON_DOCS turns), only they are
+        matched; when all are common, only the newest COMMON_WINDOW turns in
+        scope are ranked."""
+        terms = query.terms
+        rare = tuple(t for t in terms if self._doc_freq(conn, t) <= COMMON_DOCS)
+        low = since
+        if rare:
+            terms = rare
+        else:
+            low = self._scope_window(conn, scope, since)
+        match = f"({query.fts(terms)})"
+        if scope is not None:
+            match = f"proj : {proj_token(scope)} AND {match}"
+        sql = "SELECT rowid, bm25(fts, 4.0, 2.0, 1.0, 0.0) AS score FROM fts WHERE fts MATCH ?"
+        args: list[Any] = [match]
+        if low is not None:
+            sql += " AND rowid >= ?"
+            args.append(low)
+        sql += " ORDER BY score, rowid DESC LIMIT ?"
+        args.append(k * 3)
+        return [(r, float(s)) for r, s in conn.execute(sql, args)]
+
+    def _like(
+        self,
+        conn: sqlite3.Connection,
+        query: Query,
+        scope: str | None,
+        since: int | None,
+        k: int,
+    ) -> list[tuple[int, float]]:
+        """The same question by LIKE: candidates by substring, then the token
+        rule of the FTS path checked in Python; ranked by how many terms match
+        (asked counts most, then answered, then files), newest first."""
+        clauses: list[str] = []
+        args: list[Any] = []
+        for t in query.terms:
+            pat = "%" + "%".join(_like_escape(x) for x in t) + "%"
+            clauses.append(
+                "(asked LIKE ? ESCAPE '\\' OR answered LIKE ? ESCAPE '\\'"
+                " OR files LIKE ? ESCAPE '\\')"
+            )
+            args += [pat, pat, pat]
+        sql = "SELECT rowid, asked, answered, files FROM turn WHERE (" + " OR ".join(clauses) + ")"
+        if scope is not None:
+            sql += " AND pkey = ?"
+            args.append(scope)
+        if since is not None:
+            sql += " AND rowid >= ?"
+            args.append(since)
+        sql += " ORDER BY rowid DESC"
+        scored: list[tuple[float, int]] = []
+        for rowid, asked, answered, files in conn.execute(sql, args):
+            fields = [(tokens(asked), 4.0), (tokens(answered), 2.0), (tokens(files), 1.0)]
+            score = 0.0
+            for t in query.terms:
+                score += sum(w for toks, w in fields if term_in(t, toks) >= 0)
+            if score:
+                scored.append((-score, -rowid))
+        scored.sort()
+        return [(-r, s) for s, r in scored[: k * 3]]
+
+    def _any(self, conn: sqlite3.Connection, query: Query, scope: str | None, like: bool) -> bool:
+        """Whether anything matches at all, ignoring the days window."""
+        if like:
+            return bool(self._like(conn, query, scope, None, 1))
+        return bool(self._fts(conn, query, scope, None, 1))
+
+    def _hits(
+        self, conn: sqlite3.Connection, query: Query, ranked: list[tuple[int, float]], k: int
+    ) -> list[Hit]:
+        hits: list[Hit] = []
+        seen: set[str] = set()
+        for rowid, score in ranked:
+            row = conn.execute(
+                "SELECT turn_id, session_id, object, project, asked_at, asked, answered, files,"
+                " read_json, edited_json, tainted FROM turn WHERE rowid = ?",
+                (rowid,),
+            ).fetchone()
+            if row is None or row[0] in seen:
+                continue  # the same turn id twice is one hit
+            seen.add(row[0])
+            text = (
+                excerpt(row[5], query.terms)
+                or excerpt(row[6], query.terms)
+                or excerpt(row[7], query.terms)
+                or " ".join(row[5].split())[:EXCERPT]
+            )
+            hits.append(
+                Hit(
+                    turn_id=row[0],
+                    session_id=row[1],
+                    object=row[2],
+                    project=row[3],
+                    asked_at=row[4],
+                    excerpt=text,
+                    read=json.loads(row[8]),
+                    edited=json.loads(row[9]),
+                    tainted=bool(row[10]),
+                    score=score,
+                )
+            )
+            if len(hits) == k:
+                break
+        return hits
+
+
+def _gen_no(path: Path) -> int:
+    m = _GEN.match(path.name)
+    return int(m.group(1)) if m else 0
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
