@@ -298,11 +298,12 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
                     name,
                 )
             )
-    out += _check_index(store)
+    # the index is derived from the refs: compare it with them only when they are sound
+    out += _check_index(store, compare=not any(f.severity == "error" for f in out))
     return out
 
 
-def _check_index(store: Store) -> list[Finding]:
+def _check_index(store: Store, *, compare: bool) -> list[Finding]:
     """The current generation of the recall index: readable, whole, and holding
     one row per turn when it is up to date (an index is derived data: any
     problem is mended by `hs plumbing index-build`)."""
@@ -334,7 +335,9 @@ def _check_index(store: Store) -> list[Finding]:
                 "warning", "index", "behind the refs log; the next write catches it up", path.name
             )
         )
-    else:
+    elif compare and (last is None or store.refs.applied() == last.op):
+        # (an operation logged but not yet applied is reported above; the index
+        # already holds it)
         turns = sum(len(s.turns) for s in store.sessions())
         if rows != turns:
             out.append(

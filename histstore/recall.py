@@ -32,18 +32,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import blake3
 
 from .errors import BadInput, CorruptStore, HistError, Locked
 from .fsutil import atomic_write, fsync_dir, fsync_file
-from .history import load_turn
 from .project import project_key
-from .refs import Operation
 from .stopwords import FUNCTION_WORDS
 from .store import SESSION_PREFIX, SessionRev, Store, TurnEntry
-from .turn import parse_time
+
+if TYPE_CHECKING:
+    from .refs import Operation
 
 SCHEMA_VERSION = "1"
 KEEP = 3
@@ -104,6 +104,8 @@ def proj_token(pkey: str) -> str:
 
 
 def time_ms(ts: str) -> int:
+    from .turn import parse_time  # writers only
+
     return int(parse_time(ts).timestamp() * 1000)
 
 
@@ -333,7 +335,7 @@ class RecallIndex:
     def _row(
         self, conn: sqlite3.Connection, fts: bool, session: SessionRev, entry: TurnEntry
     ) -> None:
-        turn = load_turn(self.store, entry.object)
+        turn = self.store.get_json(entry.object, "turn")
         pkey = project_key(session.project)
         base = time_ms(entry.asked_at) * 4096
         top = conn.execute(

@@ -27,12 +27,12 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import blake3
 
+from .clock import now_rfc3339
 from .errors import BadInput, Conflict, CorruptStore
 from .fsutil import append_line, atomic_write, fsync_dir, fsync_file, sync_filesystem
 from .objects import canonical_json, is_object_id
@@ -158,11 +158,6 @@ def one_line(text: str, limit: int = 1000) -> str:
     """Collapse whitespace so nothing can forge a log entry or a second line."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def now_rfc3339() -> str:
-    t = datetime.now(UTC)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
 @dataclass

@@ -17,14 +17,16 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import FORMAT_VERSION, new_config, read_config, write_config
 from .errors import BadInput, CorruptObject, CorruptStore, Locked, NotFound
 from .objects import decode_json, is_object_id
-from .objectstore import DiskObjectStore, ObjectStore
-from .redact import Redactor
-from .refs import Operation, RefChange, RefStore, check_component
+
+if TYPE_CHECKING:
+    from .objectstore import ObjectStore
+    from .redact import Redactor
+    from .refs import Operation, RefChange, RefStore
 
 SESSION_PREFIX = "sessions/"
 
@@ -110,11 +112,42 @@ class Store:
     def __init__(self, root: Path, config: dict[str, Any]) -> None:
         self.root = root
         self.config = config
-        self.objects: ObjectStore = DiskObjectStore(root / "objects")
-        self.refs = RefStore(root)
-        self.redactor = Redactor(config.get("redact", {}).get("patterns", []))
+        self._objects: ObjectStore | None = None
+        self._refs: RefStore | None = None
+        self._redactor: Redactor | None = None
         self._lock: Any = None  # a filelock.FileLock, made by the first writer
         self.lock_timeout = lock_timeout()
+
+    # The parts are made on first use: a command imports and opens only what it
+    # touches (hs recall needs neither the object store nor the redactor).
+
+    @property
+    def objects(self) -> ObjectStore:
+        if self._objects is None:
+            from .objectstore import DiskObjectStore
+
+            self._objects = DiskObjectStore(self.root / "objects")
+        return self._objects
+
+    @objects.setter
+    def objects(self, value: ObjectStore) -> None:
+        self._objects = value
+
+    @property
+    def refs(self) -> RefStore:
+        if self._refs is None:
+            from .refs import RefStore
+
+            self._refs = RefStore(self.root)
+        return self._refs
+
+    @property
+    def redactor(self) -> Redactor:
+        if self._redactor is None:
+            from .redact import Redactor
+
+            self._redactor = Redactor(self.config.get("redact", {}).get("patterns", []))
+        return self._redactor
 
     # ------------------------------------------------------------ lifecycle
 
@@ -143,8 +176,9 @@ class Store:
         return cls(root, read_config(root))
 
     def close(self) -> None:
-        if isinstance(self.objects, DiskObjectStore):
-            self.objects.close()
+        close = getattr(self._objects, "close", None)
+        if close is not None:
+            close()
 
     def __enter__(self) -> Store:
         return self
@@ -201,6 +235,8 @@ class Store:
         return {k[n:]: v for k, v in self.refs.list_refs(SESSION_PREFIX).items()}
 
     def session_ref(self, session_id: str) -> str | None:
+        from .refs import check_component
+
         return self.refs.read(SESSION_PREFIX + check_component(session_id, "session id"))
 
     def load_session(self, rev_id: str) -> SessionRev:

@@ -15,7 +15,6 @@ import typer
 
 from histstore.errors import BadInput, NotFound
 from histstore.objects import KINDS, canonical_json, hash_object
-from histstore.refs import KIND_OF_NAMESPACE, RefChange, check_ref_name
 from histstore.store import SessionRev
 
 from .common import command_line, emit, new_app, open_store
@@ -122,6 +121,8 @@ def update_ref(
     ] = None,
 ) -> None:
     """Move one ref, with compare-and-swap, as one operation in the refs log."""
+    from histstore.refs import KIND_OF_NAMESPACE, RefChange, check_ref_name
+
     store = open_store(ctx)
     check_ref_name(name)
     new_id = _opt_id(new)

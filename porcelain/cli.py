@@ -11,18 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from histstore.errors import BadInput
-from histstore.history import (
-    expand_turn,
-    load_turn,
-    log_entries,
-    parse_since,
-    raw_records,
-    resolve,
-)
-from histstore.objectstore import DiskObjectStore
 from histstore.plumbing.cli import app as plumbing_app
 from histstore.plumbing.common import command_line, new_app, open_store, store_path
-from histstore.store import Store
 
 if TYPE_CHECKING:
     from histstore.fsck import Finding
@@ -31,7 +21,6 @@ if TYPE_CHECKING:
 # Start-up is part of every command's cost (an agent hook runs `hs record` per
 # turn): modules only one command needs are imported inside that command.
 
-from . import render
 
 app = new_app(
     "histstore: keep what coding agents did and remember, for good.\n\n"
@@ -57,6 +46,8 @@ def root(
 @app.command()
 def init(ctx: typer.Context) -> None:
     """Create a store (or say where the existing one is)."""
+    from histstore.store import Store
+
     path = store_path(ctx)
     store, created = Store.init(path)
     store.close()
@@ -185,6 +176,10 @@ def log(
     json_out: JsonOpt = False,
 ) -> None:
     """Turns, newest first, like `git log`."""
+    from histstore.history import load_turn, log_entries, parse_since
+
+    from . import render
+
     if n is not None and n < 0:
         raise BadInput(f"-n {n}: give a count of 0 or more")
     store = open_store(ctx)
@@ -220,6 +215,10 @@ def show(
     json_out: JsonOpt = False,
 ) -> None:
     """Show a turn (with --full every step), a session, or any object."""
+    from histstore.history import expand_turn, load_turn, raw_records, resolve
+
+    from . import render
+
     store = open_store(ctx)
     r = resolve(store, ident)
     if r.kind == "turn":
@@ -353,6 +352,7 @@ def recall(
 @app.command()
 def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Where the store is, what it holds, and its size."""
+    from histstore.objectstore import DiskObjectStore
     from histstore.project import project_key
 
     store = open_store(ctx)
