@@ -492,17 +492,12 @@ class RecallIndex:
     def _catch_up(self, conn: sqlite3.Connection) -> int:
         meta = self._meta(conn)
         applied = meta.get("applied_op") or None
-        ops = self.store.operations()
-        if applied is not None:
-            at = next((i for i, op in enumerate(ops) if op.op == applied), None)
-            if at is None:
-                raise CorruptStore(
-                    f"the recall index was built from operation {applied}, not in the refs log",
-                    hint="rebuild it with `hs plumbing index-build`",
-                )
-            todo = ops[at + 1 :]
-        else:
-            todo = ops
+        todo = self.store.refs.operations_after(applied)
+        if todo is None:
+            raise CorruptStore(
+                f"the recall index was built from operation {applied}, not in the refs log",
+                hint="rebuild it with `hs plumbing index-build`",
+            )
         if not todo:
             return 0
         changed = 0

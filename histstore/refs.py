@@ -240,12 +240,13 @@ class RefStore:
     def operations(self) -> list[Operation]:
         return [ln.op for ln in self.read_log() if ln.op is not None]
 
-    def last_operation(self) -> Operation | None:
-        """The newest complete entry, read from the end of the log."""
+    def newest_first(self) -> Iterator[Operation]:
+        """Complete entries from the end of the log backwards (torn lines skipped),
+        reading only as far back as the caller goes."""
         try:
             f = open(self.log_path, "rb")  # noqa: SIM115
         except FileNotFoundError:
-            return None
+            return
         with f:
             pos = f.seek(0, os.SEEK_END)
             carry = b""
@@ -259,10 +260,25 @@ class RefStore:
                 for raw in reversed(lines[1:] if pos > 0 else lines):
                     if raw.strip():
                         try:
-                            return Operation.from_json(json.loads(raw))
+                            yield Operation.from_json(json.loads(raw))
                         except (ValueError, KeyError, TypeError):
                             continue  # a torn line: look further back
-            return None
+
+    def last_operation(self) -> Operation | None:
+        """The newest complete entry, read from the end of the log."""
+        return next(self.newest_first(), None)
+
+    def operations_after(self, op_id: str | None) -> list[Operation] | None:
+        """The operations logged after ``op_id``, oldest first (all of them for
+        None), read from the end; None when ``op_id`` is not in the log."""
+        if op_id is None:
+            return self.operations()
+        newer: list[Operation] = []
+        for op in self.newest_first():
+            if op.op == op_id:
+                return newer[::-1]
+            newer.append(op)
+        return None
 
     # ---------------------------------------------------------------- writing
 

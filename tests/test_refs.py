@@ -183,3 +183,18 @@ def test_a_ref_cannot_be_both_file_and_folder(tmp_path: Path) -> None:
     with pytest.raises(Conflict):
         refs.apply([RefChange("remotes/o/p", None, C)], "hs four")
     assert len(refs.operations()) == 2
+
+
+def test_operations_after_reads_back_from_the_end(tmp_path: Path) -> None:
+    refs = RefStore(tmp_path)
+    ops = []
+    for i in range(5):
+        old = refs.read("sessions/s")
+        new = hash_object("blob", str(i).encode())
+        ops.append(refs.apply([RefChange("sessions/s", old, new)], f"hs op {i}"))
+    with open(tmp_path / "refs.log", "ab") as f:
+        f.write(b'{"torn')
+    assert [o.command for o in refs.operations_after(ops[2].op) or []] == ["hs op 3", "hs op 4"]
+    assert refs.operations_after(ops[4].op) == []
+    assert refs.operations_after("0" * 16) is None
+    assert len(refs.operations_after(None) or []) == 5
