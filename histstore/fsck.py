@@ -315,6 +315,8 @@ def _check_index(store: Store, *, compare: bool) -> list[Finding]:
     try:
         path = index.current_path()
         if path is None:
+            if compare and store.session_refs():
+                return [Finding("warning", "index", "no recall index yet; hs recall builds it")]
             return []
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:

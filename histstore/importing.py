@@ -20,7 +20,6 @@ lock against its current revision, so two importers at once lose nothing.
 
 from __future__ import annotations
 
-import sqlite3
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -364,6 +363,8 @@ def refresh_index(store: Store, report: ImportReport) -> None:
     is reported, and the next write or `hs plumbing index-build` catches up."""
     if report.operation is None:
         return
+    import sqlite3
+
     from .recall import RecallIndex  # sqlite3 only for writers that changed something
 
     try:

@@ -28,6 +28,7 @@ import json
 import os
 import re
 import sqlite3
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -58,6 +59,7 @@ UNTRUSTED_LABEL = "[this turn read untrusted content — weigh its answer accord
 
 _GEN = re.compile(r"^gen-(\d+)\.sqlite$")
 _TOKEN = re.compile(r"[^\W_]+")  # what SQLite's unicode61 tokenizer keeps as a token
+_PUNCT = "\"'`.,;:!?()[]{}<>"
 
 SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -110,7 +112,14 @@ def time_ms(ts: str) -> int:
 
 
 def tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower())
+    """Tokens as SQLite's unicode61 tokenizer makes them: letters and digits,
+    case folded, diacritics removed (so the LIKE path's check agrees with FTS5)."""
+    text = text.lower()
+    if not text.isascii():
+        text = "".join(
+            c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)
+        )
+    return _TOKEN.findall(text)
 
 
 # ------------------------------------------------------------------ queries
@@ -127,6 +136,9 @@ class Query:
     def parse(cls, text: str) -> Query:
         seen: dict[tuple[str, ...], None] = {}
         for word in text.split():
+            bare = word.lower().replace("\u2019", "'").strip(_PUNCT)
+            if bare in FUNCTION_WORDS:  # before tokens: "don't" is one function word
+                continue
             toks = tuple(tokens(word))
             if not toks or (len(toks) == 1 and toks[0] in FUNCTION_WORDS):
                 continue
@@ -135,9 +147,13 @@ class Query:
             seen.setdefault(toks, None)
         return cls(text, tuple(seen))
 
-    def fts(self, terms: tuple[tuple[str, ...], ...] | None = None) -> str:
+    def fts(self) -> str:
+        return self.fts_of(self.terms)
+
+    @staticmethod
+    def fts_of(terms: tuple[tuple[str, ...], ...]) -> str:
         """Each term quoted (so ``login_user`` is the phrase "login user"), OR-ed."""
-        return " OR ".join('"' + " ".join(t) + '"' for t in (terms or self.terms))
+        return " OR ".join('"' + " ".join(t) + '"' for t in terms)
 
 
 def term_in(term: tuple[str, ...], toks: list[str]) -> int:
@@ -164,7 +180,7 @@ def excerpt(text: str, terms: tuple[tuple[str, ...], ...], width: int = EXCERPT)
             break
     if best is None:
         return None
-    lo = max(0, best - width // 3)
+    lo = max(0, best - width // 2)
     hi = min(len(flat), lo + width)
     lo = max(0, min(lo, hi - width))
     # cut at word boundaries
@@ -264,7 +280,10 @@ class RecallIndex:
         except FileNotFoundError:
             return None
         if not _GEN.match(name):
-            raise CorruptStore(f"{self.dir / 'CURRENT'} does not name a generation")
+            raise CorruptStore(
+                f"{self.dir / 'CURRENT'} does not name a generation",
+                hint="rebuild the index with `hs plumbing index-build`",
+            )
         path = self.dir / name
         if not path.exists():
             raise CorruptStore(
@@ -295,6 +314,21 @@ class RecallIndex:
         finally:
             self._lock.release()
 
+    @contextlib.contextmanager
+    def _reading(self, path: Path) -> Iterator[sqlite3.Connection]:
+        """A read-only connection to a generation; a damaged file is corruption."""
+        try:
+            conn = self._connect(path, write=False)
+            try:
+                yield conn
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as e:
+            raise CorruptStore(
+                f"the recall index {path.name} is damaged ({e})",
+                hint="rebuild it with `hs plumbing index-build`",
+            ) from None
+
     def _connect(self, path: Path, *, write: bool) -> sqlite3.Connection:
         if write:
             conn = sqlite3.connect(path, isolation_level=None)
@@ -315,11 +349,8 @@ class RecallIndex:
             return IndexStatus(
                 None, None, None, last.op if last else None, 0, fts5_available(), gens
             )
-        conn = self._connect(path, write=False)
-        try:
+        with self._reading(path) as conn:
             meta = self._meta(conn)
-        finally:
-            conn.close()
         return IndexStatus(
             path.name,
             meta.get("built_op") or None,
@@ -329,6 +360,19 @@ class RecallIndex:
             meta.get("fts5") == "1",
             gens,
         )
+
+    def behind(self) -> bool:
+        """Whether operations were applied that the current generation lacks (or
+        there is none while turns exist): a cheap check, reading two ids."""
+        try:
+            applied = (self.store.root / "refs.applied").read_text("ascii").strip()
+        except FileNotFoundError:
+            return False  # nothing was ever recorded
+        path = self.current_path()
+        if path is None:
+            return True
+        with self._reading(path) as conn:
+            return self._meta(conn).get("applied_op") != applied
 
     # -------------------------------------------------------- writing rows
 
@@ -567,8 +611,7 @@ class RecallIndex:
                     hint="build it with `hs plumbing index-build`",
                 )
             return RecallResult(query, [], "empty", scope, days, "none")
-        conn = self._connect(path, write=False)
-        try:
+        with self._reading(path) as conn:
             use_like = fallback or self._meta(conn).get("fts5") != "1"
             where = "fts5" if not use_like else "like"
             if not query.terms:
@@ -590,8 +633,6 @@ class RecallIndex:
             else:
                 outcome = "no-match"
             return RecallResult(query, hits, outcome, scope, days, where)
-        finally:
-            conn.close()
 
     def _scope_window(
         self, conn: sqlite3.Connection, scope: str | None, since: int | None
@@ -599,12 +640,12 @@ class RecallIndex:
         """The lowest rowid among the newest COMMON_WINDOW turns in scope."""
         if scope is None:
             row = conn.execute(
-                "SELECT rowid FROM turn ORDER BY rowid DESC LIMIT 1 OFFSET ?", (COMMON_WINDOW,)
+                "SELECT rowid FROM turn ORDER BY rowid DESC LIMIT 1 OFFSET ?", (COMMON_WINDOW - 1,)
             ).fetchone()
         else:
             row = conn.execute(
                 "SELECT rowid FROM turn WHERE pkey = ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-                (scope, COMMON_WINDOW),
+                (scope, COMMON_WINDOW - 1),
             ).fetchone()
         low = row[0] if row else None
         if since is not None:
@@ -626,18 +667,32 @@ class RecallIndex:
         since: int | None,
         k: int,
     ) -> list[tuple[int, float]]:
-        """bm25 over FTS5, with the work bounded for very common terms: when some
-        terms are informative (in at most COMMON_DOCS turns), only they are
-        matched; when all are common, only the newest COMMON_WINDOW turns in
-        scope are ranked."""
-        terms = query.terms
-        rare = tuple(t for t in terms if self._doc_freq(conn, t) <= COMMON_DOCS)
-        low = since
+        """bm25 over FTS5, with the work bounded for very common terms: the
+        informative terms (each in at most COMMON_DOCS turns) are ranked over
+        every turn in scope; when they give fewer hits than wanted (or there are
+        none), every term is ranked over only the newest COMMON_WINDOW turns in
+        scope, and those hits follow."""
+        rare = tuple(t for t in query.terms if self._doc_freq(conn, t) <= COMMON_DOCS)
+        ranked: list[tuple[int, float]] = []
         if rare:
-            terms = rare
-        else:
+            ranked = self._ranked(conn, rare, scope, since, k)
+        if len(ranked) < k * 3 and len(rare) < len(query.terms):
+            # the common terms, ranked only over the newest turns in scope
             low = self._scope_window(conn, scope, since)
-        match = f"({query.fts(terms)})"
+            have = {r for r, _ in ranked}
+            more = self._ranked(conn, query.terms, scope, low, k)
+            ranked += [(r, s) for r, s in more if r not in have]
+        return ranked
+
+    def _ranked(
+        self,
+        conn: sqlite3.Connection,
+        terms: tuple[tuple[str, ...], ...],
+        scope: str | None,
+        low: int | None,
+        k: int,
+    ) -> list[tuple[int, float]]:
+        match = f"({Query.fts_of(terms)})"
         if scope is not None:
             match = f"proj : {proj_token(scope)} AND {match}"
         sql = "SELECT rowid, bm25(fts, 4.0, 2.0, 1.0, 0.0) AS score FROM fts WHERE fts MATCH ?"
@@ -692,7 +747,13 @@ class RecallIndex:
         """Whether anything matches at all, ignoring the days window."""
         if like:
             return bool(self._like(conn, query, scope, None, 1))
-        return bool(self._fts(conn, query, scope, None, 1))
+        match = f"({query.fts()})"
+        if scope is not None:
+            match = f"proj : {proj_token(scope)} AND {match}"
+        return (
+            conn.execute("SELECT 1 FROM fts WHERE fts MATCH ? LIMIT 1", (match,)).fetchone()
+            is not None
+        )
 
     def _hits(
         self, conn: sqlite3.Connection, query: Query, ranked: list[tuple[int, float]], k: int

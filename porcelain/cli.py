@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -83,6 +84,12 @@ def _print_report(rep: ImportReport, verb: str = "imported") -> None:
         typer.echo(f"hs: skipped {f}: {why}", err=True)
     for p in rep.problems:
         typer.echo(f"hs: warning: {p}", err=True)
+    if rep.index_error:
+        typer.echo(
+            f"hs: warning: the recall index did not take the new turns ({rep.index_error}); "
+            "hint: they are stored; `hs plumbing index-build` rebuilds it",
+            err=True,
+        )
 
 
 @app.command("import")
@@ -128,6 +135,10 @@ def record(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         raise BadInput(f"stdin is not JSON: {e}", hint="give one JSON object") from None
     store = open_store(ctx)
     turn_id, rep = record_turn(store, data, command=command_line(ctx))
+    if rep.index_error and not json_out:
+        typer.echo(
+            f"hs: warning: the recall index did not take the turn ({rep.index_error})", err=True
+        )
     if json_out:
         out = rep.as_json()
         out["turn_id"] = turn_id
@@ -290,6 +301,7 @@ def recall(
     json_out: JsonOpt = False,
 ) -> None:
     """Find the turns that talked about something, best first."""
+    from histstore.errors import Locked
     from histstore.project import project_key
     from histstore.recall import UNTRUSTED_LABEL, RecallIndex
 
@@ -304,7 +316,14 @@ def recall(
         scope = project_key(os.getcwd())
     text = " ".join(query)
     fallback = os.environ.get("HS_RECALL_FALLBACK", "") not in ("", "0")
-    res = RecallIndex(store).search(text, project=scope, days=days, k=k, fallback=fallback)
+    index = RecallIndex(store)
+    if index.behind():
+        # import and record keep the index current; a store written before it
+        # existed, or a crash, leaves it behind. Catch up if no writer is busy
+        # (never wait for one: search what is there).
+        with contextlib.suppress(Locked):
+            index.catch_up(timeout=0)
+    res = index.search(text, project=scope, days=days, k=k, fallback=fallback)
     if json_out:
         typer.echo(
             json.dumps(

@@ -327,3 +327,71 @@ def test_fsck_checks_the_current_generation(hs: HS, store_path: Path) -> None:
     assert r.exit_code == 7 and "holds 0 turns, the store 1" in r.stderr
     hs("plumbing", "index-build")
     assert hs("fsck").exit_code == 0
+
+
+def test_recall_catches_up_an_index_left_behind(hs: HS, store_path: Path) -> None:
+    """A store whose index is missing (written before it existed) or behind."""
+    hs("init")
+    hs("record", input=json.dumps(turn_record(1, asked="a lonely narwhal")))
+    import shutil
+
+    shutil.rmtree(store_path / "index")
+    out = hs.json_lines("recall", "--everywhere", "--json", "narwhal")[0]
+    assert [h["turn_id"] for h in out["hits"]] == ["turn-0001"]
+    assert hs.json_lines("plumbing", "index-status")[0]["stale"] is False
+
+
+def test_common_terms_are_bounded_but_never_lose_scoped_matches(
+    filled: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import histstore.recall as recall
+
+    index = RecallIndex(filled)
+    # every term counts as common: only the newest COMMON_WINDOW turns in scope are ranked
+    monkeypatch.setattr(recall, "COMMON_DOCS", 0)
+    monkeypatch.setattr(recall, "COMMON_WINDOW", 1)
+    assert ids(index.search("login_user", k=10)) == ["turn-0004"]
+    # the newest turn in /app does not match: older matches exist, so it is not "no match"
+    res = index.search("login_user", project="/home/dev/src/app", days=30)
+    assert res.hits == [] and res.outcome == "no-match-in-days"
+    # an informative term that misses in scope does not hide a common one that matches
+    monkeypatch.setattr(recall, "COMMON_DOCS", 1)
+    monkeypatch.setattr(recall, "COMMON_WINDOW", 3000)
+    res = index.search("login_user flaky", project="/home/dev/src/app")
+    assert ids(res) == ["turn-0001"]
+
+
+def test_contractions_are_function_words() -> None:
+    assert Query.parse("why don't we").terms == ()
+    assert Query.parse("it\u2019s what they've done").terms == (("done",),)
+
+
+def test_tokens_fold_case_and_accents_like_fts5(store: Store, tmp_path: Path) -> None:
+    from histstore.recall import tokens
+
+    assert tokens("Café ÜBER login_user") == ["cafe", "uber", "login", "user"]
+    import_paths(
+        store, [write_turns(tmp_path / "t.jsonl", [turn_record(1, asked="Un café au lait")])]
+    )
+    assert ids(RecallIndex(store).search("cafe")) == ["turn-0001"]
+
+
+def test_a_damaged_index_file_is_corruption_not_a_crash(hs: HS, store_path: Path) -> None:
+    hs("init")
+    hs("record", input=json.dumps(turn_record(1)))
+    gen = store_path / "index" / hs.json_lines("plumbing", "index-status")[0]["generation"]
+    gen.write_bytes(b"this is not a database" * 100)
+    r = hs("recall", "--everywhere", "login")
+    assert r.exit_code == 7 and "is damaged" in r.stderr and "index-build" in r.stderr
+    assert hs("plumbing", "index-build").exit_code == 0
+    assert hs("recall", "--everywhere", "login").exit_code == 0
+
+
+def test_fsck_warns_when_turns_have_no_index(hs: HS, store_path: Path) -> None:
+    import shutil
+
+    hs("init")
+    hs("record", input=json.dumps(turn_record(1)))
+    shutil.rmtree(store_path / "index")
+    r = hs("fsck")
+    assert r.exit_code == 0 and "no recall index yet" in r.stdout
