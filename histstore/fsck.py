@@ -331,10 +331,17 @@ def _check_index(store: Store, *, compare: bool) -> list[Finding]:
     if meta.get("schema") != SCHEMA_VERSION:
         out.append(Finding("error", "index", f"unknown schema {meta.get('schema')!r}", path.name))
     last = store.refs.last_operation()
-    if meta.get("applied_op") != (last.op if last else ""):
+    applied = meta.get("applied_op") or None
+    if applied is not None and store.refs.operations_after(applied) is None:
         out.append(
             Finding(
-                "warning", "index", "behind the refs log; the next write catches it up", path.name
+                "error", "index", f"built from operation {applied}, not in the refs log", path.name
+            )
+        )
+    elif meta.get("applied_op") != (last.op if last else ""):
+        out.append(
+            Finding(
+                "warning", "index", "behind the refs log; the next write or hs recall catches it up", path.name
             )
         )
     elif compare and (last is None or store.refs.applied() == last.op):

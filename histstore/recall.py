@@ -111,15 +111,20 @@ def time_ms(ts: str) -> int:
     return int(parse_time(ts).timestamp() * 1000)
 
 
+def _fold(text: str | None) -> str:
+    """Lower case without diacritics, as unicode61 compares (``Café`` -> ``cafe``)."""
+    if text is None:
+        return ""
+    text = text.lower()
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
 def tokens(text: str) -> list[str]:
     """Tokens as SQLite's unicode61 tokenizer makes them: letters and digits,
     case folded, diacritics removed (so the LIKE path's check agrees with FTS5)."""
-    text = text.lower()
-    if not text.isascii():
-        text = "".join(
-            c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)
-        )
-    return _TOKEN.findall(text)
+    return _TOKEN.findall(_fold(text))
 
 
 # ------------------------------------------------------------------ queries
@@ -712,18 +717,16 @@ class RecallIndex:
         since: int | None,
         k: int,
     ) -> list[tuple[int, float]]:
-        """The same question by LIKE: candidates by substring, then the token
-        rule of the FTS path checked in Python; ranked by how many terms match
-        (asked counts most, then answered, then files), newest first."""
+        """The same question by LIKE: candidates by substring of the folded text
+        (case and accents, as the tokens of the FTS path), then the token rule
+        checked in Python; ranked by how many terms match (asked counts most,
+        then answered, then files), newest first."""
+        conn.create_function("hs_fold", 1, _fold, deterministic=True)
         clauses: list[str] = []
         args: list[Any] = []
         for t in query.terms:
-            pat = "%" + "%".join(_like_escape(x) for x in t) + "%"
-            clauses.append(
-                "(asked LIKE ? ESCAPE '\\' OR answered LIKE ? ESCAPE '\\'"
-                " OR files LIKE ? ESCAPE '\\')"
-            )
-            args += [pat, pat, pat]
+            clauses.append("hs_fold(asked || ' ' || answered || ' ' || files) LIKE ? ESCAPE '\\'")
+            args.append("%" + "%".join(_like_escape(x) for x in t) + "%")
         sql = "SELECT rowid, asked, answered, files FROM turn WHERE (" + " OR ".join(clauses) + ")"
         if scope is not None:
             sql += " AND pkey = ?"
