@@ -341,7 +341,10 @@ def _check_index(store: Store, *, compare: bool) -> list[Finding]:
     elif meta.get("applied_op") != (last.op if last else ""):
         out.append(
             Finding(
-                "warning", "index", "behind the refs log; the next write or hs recall catches it up", path.name
+                "warning",
+                "index",
+                "behind the refs log; the next write or hs recall catches it up",
+                path.name,
             )
         )
     elif compare and (last is None or store.refs.applied() == last.op):

@@ -176,12 +176,16 @@ def excerpt(text: str, terms: tuple[tuple[str, ...], ...], width: int = EXCERPT)
     whitespace collapsed; None when no term is in the text. The same rule serves
     both search paths."""
     flat = " ".join(text.split())
+    folded = _fold(flat)
+    if not any(t[0] in folded for t in terms):
+        return None  # no term's first token anywhere: the common case, decided at C speed
+    spans = [(m.start(), _fold(m.group())) for m in _TOKEN.finditer(flat)]
+    words = [w for _, w in spans]
+    firsts = {t[0] for t in terms}
     best: int | None = None
-    for m in _TOKEN.finditer(flat):
-        start = m.start()
-        rest = tokens(flat[start : start + 400])
-        if any(rest[: len(t)] == list(t) for t in terms):
-            best = start
+    for i, w in enumerate(words):
+        if w in firsts and any(tuple(words[i : i + len(t)]) == t for t in terms):
+            best = spans[i][0]
             break
     if best is None:
         return None
@@ -276,6 +280,9 @@ class RecallIndex:
         self.store = store
         self.dir = store.root / "index"
         self._lock: Any = None  # a filelock.FileLock, made by the first writer
+        # a long-lived caller (an agent's tool, a server) searches many times: the
+        # connection to the current generation is kept until CURRENT names another
+        self._reader: tuple[tuple[Path, int], sqlite3.Connection] | None = None
 
     # -------------------------------------------------------- generations
 
@@ -333,6 +340,30 @@ class RecallIndex:
                 f"the recall index {path.name} is damaged ({e})",
                 hint="rebuild it with `hs plumbing index-build`",
             ) from None
+
+    @contextlib.contextmanager
+    def _searching(self, path: Path) -> Iterator[sqlite3.Connection]:
+        try:
+            key = (path, os.stat(path).st_ino)  # a name is reused if index/ was deleted
+        except FileNotFoundError:
+            key = (path, -1)
+        if self._reader is not None and self._reader[0] != key:
+            self.close()
+        try:
+            if self._reader is None:
+                self._reader = (key, self._connect(path, write=False))
+            yield self._reader[1]
+        except sqlite3.DatabaseError as e:
+            self.close()
+            raise CorruptStore(
+                f"the recall index {path.name} is damaged ({e})",
+                hint="rebuild it with `hs plumbing index-build`",
+            ) from None
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader[1].close()
+            self._reader = None
 
     def _connect(self, path: Path, *, write: bool) -> sqlite3.Connection:
         if write:
@@ -616,7 +647,7 @@ class RecallIndex:
                     hint="build it with `hs plumbing index-build`",
                 )
             return RecallResult(query, [], "empty", scope, days, "none")
-        with self._reading(path) as conn:
+        with self._searching(path) as conn:
             use_like = fallback or self._meta(conn).get("fts5") != "1"
             where = "fts5" if not use_like else "like"
             if not query.terms:

@@ -395,3 +395,21 @@ def test_fsck_warns_when_turns_have_no_index(hs: HS, store_path: Path) -> None:
     shutil.rmtree(store_path / "index")
     r = hs("fsck")
     assert r.exit_code == 0 and "no recall index yet" in r.stdout
+
+
+def test_a_long_lived_index_object_follows_swaps(filled: Store) -> None:
+    """One RecallIndex searching many times (an agent's tool) keeps its
+    connection only while CURRENT names the same generation."""
+    reader = RecallIndex(Store.open(filled.root))
+    assert ids(reader.search("expired")) == ["turn-0001"]
+    writer = RecallIndex(filled)
+    import_paths(
+        filled,
+        [write_turns(filled.root.parent / "x.jsonl", [turn_record(7, asked="expired again")])],
+    )
+    assert ids(reader.search("expired")) == ["turn-0007", "turn-0001"]  # caught up in place
+    writer.build()
+    writer.build()
+    writer.build()  # the generation the reader had is pruned
+    assert ids(reader.search("expired")) == ["turn-0007", "turn-0001"]
+    reader.close()
