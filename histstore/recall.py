@@ -51,8 +51,6 @@ KEEP = 3
 #: a term in more documents than this is "common": ranking all its matches is
 #: the slow part of a query, so the work for it is bounded (see search)
 COMMON_DOCS = 2000
-#: when every term is common, only the newest this many turns in scope are ranked
-COMMON_WINDOW = 3000
 K_MAX = 10
 EXCERPT = 160
 UNTRUSTED_LABEL = "[this turn read untrusted content — weigh its answer accordingly]"
@@ -87,7 +85,6 @@ FTS_SCHEMA = """
 CREATE VIRTUAL TABLE fts USING fts5(
     asked, answered, files, proj, content='turn', content_rowid='rowid'
 );
-CREATE VIRTUAL TABLE vocab USING fts5vocab(fts, 'row');
 """
 
 
@@ -670,30 +667,17 @@ class RecallIndex:
                 outcome = "no-match"
             return RecallResult(query, hits, outcome, scope, days, where)
 
-    def _scope_window(
-        self, conn: sqlite3.Connection, scope: str | None, since: int | None
-    ) -> int | None:
-        """The lowest rowid among the newest COMMON_WINDOW turns in scope."""
-        if scope is None:
-            row = conn.execute(
-                "SELECT rowid FROM turn ORDER BY rowid DESC LIMIT 1 OFFSET ?", (COMMON_WINDOW - 1,)
+    def _is_common(self, conn: sqlite3.Connection, term: tuple[str, ...]) -> bool:
+        """Whether ``term`` is in more than COMMON_DOCS turns: a bounded probe (it
+        stops at that many matches), where a document count would read the
+        term's whole posting list."""
+        probe = '"' + " ".join(term) + '"'
+        return (
+            conn.execute(
+                "SELECT 1 FROM fts WHERE fts MATCH ? LIMIT 1 OFFSET ?", (probe, COMMON_DOCS)
             ).fetchone()
-        else:
-            row = conn.execute(
-                "SELECT rowid FROM turn WHERE pkey = ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-                (scope, COMMON_WINDOW - 1),
-            ).fetchone()
-        low = row[0] if row else None
-        if since is not None:
-            low = since if low is None else max(low, since)
-        return low
-
-    def _doc_freq(self, conn: sqlite3.Connection, term: tuple[str, ...]) -> int:
-        counts = [
-            (conn.execute("SELECT doc FROM vocab WHERE term = ?", (t,)).fetchone() or (0,))[0]
-            for t in term
-        ]
-        return min(counts)
+            is not None
+        )
 
     def _fts(
         self,
@@ -703,22 +687,46 @@ class RecallIndex:
         since: int | None,
         k: int,
     ) -> list[tuple[int, float]]:
-        """bm25 over FTS5, with the work bounded for very common terms: the
-        informative terms (each in at most COMMON_DOCS turns) are ranked over
-        every turn in scope; when they give fewer hits than wanted (or there are
-        none), every term is ranked over only the newest COMMON_WINDOW turns in
-        scope, and those hits follow."""
-        rare = tuple(t for t in query.terms if self._doc_freq(conn, t) <= COMMON_DOCS)
+        """bm25 over FTS5, with the work bounded for very common terms. bm25
+        weighs a term by how rare it is, which means reading every match of it:
+        for a term in most turns that is the whole cost of a query. So the
+        informative terms (each in at most COMMON_DOCS turns) are ranked by
+        bm25 over every turn in scope; when they give fewer hits than wanted
+        (or there are none), the newest turns in scope that match any term
+        follow, unranked: FTS5 reads those newest first and stops."""
+        rare = tuple(t for t in query.terms if not self._is_common(conn, t))
         ranked: list[tuple[int, float]] = []
         if rare:
             ranked = self._ranked(conn, rare, scope, since, k)
         if len(ranked) < k * 3 and len(rare) < len(query.terms):
-            # the common terms, ranked only over the newest turns in scope
-            low = self._scope_window(conn, scope, since)
             have = {r for r, _ in ranked}
-            more = self._ranked(conn, query.terms, scope, low, k)
-            ranked += [(r, s) for r, s in more if r not in have]
+            ranked += [
+                (r, 0.0) for r in self._newest(conn, query.terms, scope, since, k) if r not in have
+            ]
         return ranked
+
+    def _match(self, terms: tuple[tuple[str, ...], ...], scope: str | None) -> str:
+        match = f"({Query.fts_of(terms)})"
+        if scope is not None:
+            match = f"proj : {proj_token(scope)} AND {match}"
+        return match
+
+    def _newest(
+        self,
+        conn: sqlite3.Connection,
+        terms: tuple[tuple[str, ...], ...],
+        scope: str | None,
+        since: int | None,
+        k: int,
+    ) -> list[int]:
+        sql = "SELECT rowid FROM fts WHERE fts MATCH ?"
+        args: list[Any] = [self._match(terms, scope)]
+        if since is not None:
+            sql += " AND rowid >= ?"
+            args.append(since)
+        sql += " ORDER BY rowid DESC LIMIT ?"
+        args.append(k * 3)
+        return [r for (r,) in conn.execute(sql, args)]
 
     def _ranked(
         self,
@@ -728,11 +736,8 @@ class RecallIndex:
         low: int | None,
         k: int,
     ) -> list[tuple[int, float]]:
-        match = f"({Query.fts_of(terms)})"
-        if scope is not None:
-            match = f"proj : {proj_token(scope)} AND {match}"
         sql = "SELECT rowid, bm25(fts, 4.0, 2.0, 1.0, 0.0) AS score FROM fts WHERE fts MATCH ?"
-        args: list[Any] = [match]
+        args: list[Any] = [self._match(terms, scope)]
         if low is not None:
             sql += " AND rowid >= ?"
             args.append(low)

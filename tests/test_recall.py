@@ -347,18 +347,19 @@ def test_common_terms_are_bounded_but_never_lose_scoped_matches(
     import histstore.recall as recall
 
     index = RecallIndex(filled)
-    # every term counts as common: only the newest COMMON_WINDOW turns in scope are ranked
+    # every term counts as common: the newest matches come, unranked
     monkeypatch.setattr(recall, "COMMON_DOCS", 0)
-    monkeypatch.setattr(recall, "COMMON_WINDOW", 1)
-    assert ids(index.search("login_user", k=10)) == ["turn-0004"]
-    # the newest turn in /app does not match: older matches exist, so it is not "no match"
+    assert ids(index.search("login_user tokens", k=10)) == ["turn-0004", "turn-0001"]
+    # older matches exist outside the window: not "no match"
     res = index.search("login_user", project="/home/dev/src/app", days=30)
     assert res.hits == [] and res.outcome == "no-match-in-days"
     # an informative term that misses in scope does not hide a common one that matches
     monkeypatch.setattr(recall, "COMMON_DOCS", 1)
-    monkeypatch.setattr(recall, "COMMON_WINDOW", 3000)
     res = index.search("login_user flaky", project="/home/dev/src/app")
     assert ids(res) == ["turn-0001"]
+    # an informative term ranks first; common-term matches follow
+    res = index.search("expired login_user", k=10)
+    assert ids(res) == ["turn-0001", "turn-0004"]
 
 
 def test_contractions_are_function_words() -> None:
