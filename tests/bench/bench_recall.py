@@ -79,8 +79,8 @@ RARE = bu.corpus.RARE_TERMS[0]  # planted in ~0.01 % of turns
 COMMON = "regression"  # planted in ~35 % of turns
 assert COMMON in bu.corpus.COMMON_TERMS
 
-# Three vocabulary words in 10-15 % of turns each (all "common" to hs: it ranks
-# only the newest turns in scope), and three of mixed frequency (a pseudo-word in
+# Three vocabulary words in 10-15 % of turns each (all "common" to hs: it takes
+# the newest matching turns in scope, unranked), and three of mixed frequency (a pseudo-word in
 # ~1.8 % of turns, an identifier, a class name).
 THREE_COMMON = "retry timeout migration"
 THREE_MIXED = "plegarcle parse_response ColumnError"
