@@ -19,6 +19,7 @@ from typing import Any
 from .errors import BadInput, CorruptObject, CorruptStore, HistError
 from .objects import decode_json, is_object_id
 from .objectstore import DiskObjectStore
+from .overlay import Marker, Overlay, view_lines, write_views
 from .refs import KIND_OF_NAMESPACE, check_ref_name
 from .store import SESSION_PREFIX, SessionRev, Store
 from .turn import REQUIRED as TURN_FIELDS
@@ -141,6 +142,11 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
             wanted += [(object_id, t.object, "turn") for t in rev.turns]
             if rev.parent:
                 wanted.append((object_id, rev.parent, "session"))
+        elif kind == "marker":
+            try:
+                Marker.from_json(obj)
+            except ValueError as e:
+                out.append(Finding("error", "object", str(e), object_id))
         elif kind == "turn":
             missing = [f for f in TURN_FIELDS if not isinstance(obj, dict) or f not in obj]
             if missing:
@@ -298,8 +304,34 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
                     name,
                 )
             )
+    # the overlay views are derived from the overlay refs
+    if not any(f.severity == "error" for f in out):
+        out += _check_views(store, repair=repair)
     # the index is derived from the refs: compare it with them only when they are sound
     out += _check_index(store, compare=not any(f.severity == "error" for f in out))
+    return out
+
+
+def _check_views(store: Store, *, repair: bool) -> list[Finding]:
+    """overlay/tombstones.jsonl and overlay/exclusions.jsonl match the overlay refs."""
+    overlay = Overlay.read(store)
+    want = dict(zip(("tombstones.jsonl", "exclusions.jsonl"), view_lines(overlay), strict=True))
+    out = []
+    for name, data in want.items():
+        path = store.root / "overlay" / name
+        try:
+            have: bytes | None = path.read_bytes()
+        except FileNotFoundError:
+            have = None if data else b""
+        if have == data or (have is None and not data):
+            continue
+        if repair:
+            write_views(store, overlay)
+            out.append(Finding("warning", "overlay", "rewrote it from the overlay refs", name))
+        else:
+            out.append(
+                Finding("error", "overlay", "does not match the overlay refs (fsck --repair)", name)
+            )
     return out
 
 

@@ -24,9 +24,11 @@ forced, the same questions are answered by LIKE over the same table.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
+import shutil
 import sqlite3
 import unicodedata
 from collections.abc import Iterator
@@ -39,6 +41,8 @@ import blake3
 
 from .errors import BadInput, CorruptStore, HistError, Locked
 from .fsutil import atomic_write, fsync_dir, fsync_file
+from .overlay import PREFIX as OVERLAY_PREFIX
+from .overlay import Marker, Overlay, load_marker
 from .project import project_key
 from .stopwords import FUNCTION_WORDS
 from .store import SESSION_PREFIX, SessionRev, Store, TurnEntry
@@ -492,8 +496,11 @@ class RecallIndex:
                     conn.executescript(FTS_SCHEMA)
                 conn.execute("BEGIN")
                 rows = 0
+                overlay = Overlay.read(self.store)
                 for session in self.store.sessions():
                     for entry in session.turns:
+                        if overlay.hides(session.session_id, entry.turn_id):
+                            continue  # forgotten: the index never holds it
                         self._row(conn, use_fts, session, entry)
                         rows += 1
                 op = last.op if last else ""
@@ -532,6 +539,63 @@ class RecallIndex:
             for suffix in ("", "-wal", "-shm"):
                 with contextlib.suppress(FileNotFoundError):
                     Path(str(old) + suffix).unlink()
+
+    def swap(self) -> IndexStatus:
+        """A new generation that is the current one caught up to the refs log
+        (overlay changes included), swapped in: a copy of the file, not a
+        rebuild, so a forget at 100k turns costs a file copy. The current
+        generation keeps serving until the swap and stays for rollback."""
+        with self.lock():
+            current = self.current_path()
+            if current is None:
+                return self.build()
+            conn = self._connect(current, write=True)
+            try:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # all of it in the main file
+            finally:
+                conn.close()
+            n = _gen_no(self.generations()[-1]) + 1
+            final = self.dir / f"gen-{n}.sqlite"
+            tmp = self.dir / f".gen-{n}.{os.getpid()}.tmp"
+            try:
+                shutil.copyfile(current, tmp)
+                conn = self._connect(tmp, write=True)
+                try:
+                    self._catch_up(conn)
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                finally:
+                    conn.close()
+                for suffix in ("-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        Path(str(tmp) + suffix).unlink()
+                fsync_file(tmp)
+                os.replace(tmp, final)
+            except BaseException:
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        Path(str(tmp) + suffix).unlink()
+                raise
+            fsync_dir(self.dir)
+            atomic_write(self.dir / "CURRENT", (final.name + "\n").encode())
+            self._prune()
+        return self.status()
+
+    def holds(self, session_id: str | None = None, turn_id: str | None = None) -> int:
+        """Rows of the current generation for a session or a turn (a check that a
+        target is gone after a forget)."""
+        path = self.current_path()
+        if path is None:
+            return 0
+        where, args = [], []
+        if session_id is not None:
+            where.append("session_id = ?")
+            args.append(session_id)
+        if turn_id is not None:
+            where.append("turn_id = ?")
+            args.append(turn_id)
+        with self._reading(path) as conn:
+            sql = "SELECT count(*) FROM turn" + (" WHERE " + " AND ".join(where) if where else "")
+            return int(conn.execute(sql, args).fetchone()[0])
 
     def rollback(self) -> IndexStatus:
         """Serve the generation before the current one (it catches up on the next write)."""
@@ -579,10 +643,11 @@ class RecallIndex:
             return 0
         changed = 0
         fts = self._has_fts(conn)
+        overlay = Overlay.read(self.store)
         conn.execute("BEGIN IMMEDIATE")
         try:
             for op in todo:
-                changed += self._apply(conn, fts, op)
+                changed += self._apply(conn, fts, op, overlay)
             rows = conn.execute("SELECT count(*) FROM turn").fetchone()[0]
             self._set_meta(conn, applied_op=todo[-1].op, rows=str(rows))
             conn.execute("COMMIT")
@@ -597,9 +662,21 @@ class RecallIndex:
         s = self.store.load_session(rev)
         return s, {t.turn_id: t for t in s.turns}
 
-    def _apply(self, conn: sqlite3.Connection, fts: bool, op: Operation) -> int:
+    def _apply(self, conn: sqlite3.Connection, fts: bool, op: Operation, overlay: Overlay) -> int:
+        """One operation's changes as row changes, read against the overlay as it
+        is now (so the end state is the refs and the overlay of now)."""
         changed = 0
         for c in op.changes:
+            if c.ref.startswith(OVERLAY_PREFIX):
+                target = c.ref[len(OVERLAY_PREFIX) :]
+                marker = overlay.markers.get(target)
+                if marker is None and (c.old or c.new):
+                    # the ref is gone (an undone first forget): what it named is back
+                    known = load_marker(self.store, c.old or c.new or "")
+                    marker = dataclasses.replace(known, state="lifted")
+                if marker is not None:
+                    changed += self._apply_marker(conn, fts, marker, overlay)
+                continue
             if not c.ref.startswith(SESSION_PREFIX):
                 continue
             _, old = self._entries(c.old)
@@ -613,9 +690,41 @@ class RecallIndex:
                 if old.get(tid) != entry:
                     assert new_s is not None
                     self._delete(conn, fts, sid, tid)
-                    self._row(conn, fts, new_s, entry)
+                    if not overlay.hides(sid, tid):
+                        self._row(conn, fts, new_s, entry)
                     changed += 1
         return changed
+
+    def _apply_marker(
+        self, conn: sqlite3.Connection, fts: bool, marker: Marker, overlay: Overlay
+    ) -> int:
+        """A target forgotten or brought back: its rows go, or come back from the
+        session's current revision (unless another marker still hides them)."""
+        target = marker.target
+        sid = marker.session
+        rows = conn.execute(
+            "SELECT turn_id FROM turn WHERE session_id = ?"
+            + (" AND turn_id = ?" if marker.target_kind == "turn" else ""),
+            (sid, target) if marker.target_kind == "turn" else (sid,),
+        ).fetchall()
+        for (tid,) in rows:
+            self._delete(conn, fts, sid, tid)
+        if marker.active:
+            return len(rows)
+        rev = self.store.session_ref(sid)
+        if rev is None:
+            return len(rows)
+        session = self.store.load_session(rev)
+        added = 0
+        for entry in session.turns:
+            if marker.target_kind == "turn" and entry.turn_id != target:
+                continue
+            if overlay.hides(sid, entry.turn_id):
+                continue
+            self._delete(conn, fts, sid, entry.turn_id)
+            self._row(conn, fts, session, entry)
+            added += 1
+        return len(rows) + added
 
     # -------------------------------------------------------- search
 
@@ -658,7 +767,9 @@ class RecallIndex:
                 ranked = self._like(conn, query, scope, since, k)
             else:
                 ranked = self._fts(conn, query, scope, since, k)
-            hits = self._hits(conn, query, ranked, k)
+            # the overlay is merged at read time: a target forgotten a moment ago is
+            # hidden even before the index has dropped its rows
+            hits = self._hits(conn, query, ranked, k, Overlay.read(self.store))
             if hits:
                 outcome = "found"
             elif days is not None and self._any(conn, query, scope, use_like):
@@ -795,7 +906,12 @@ class RecallIndex:
         )
 
     def _hits(
-        self, conn: sqlite3.Connection, query: Query, ranked: list[tuple[int, float]], k: int
+        self,
+        conn: sqlite3.Connection,
+        query: Query,
+        ranked: list[tuple[int, float]],
+        k: int,
+        overlay: Overlay,
     ) -> list[Hit]:
         hits: list[Hit] = []
         seen: set[str] = set()
@@ -807,6 +923,8 @@ class RecallIndex:
             ).fetchone()
             if row is None or row[0] in seen:
                 continue  # the same turn id twice is one hit
+            if overlay and overlay.hides(row[1], row[0]):
+                continue
             seen.add(row[0])
             text = (
                 excerpt(row[5], query.terms)

@@ -184,10 +184,12 @@ def log(
     ] = None,
     n: Annotated[int | None, typer.Option("-n", "--max-count", help="At most N turns.")] = None,
     oneline: Annotated[bool, typer.Option("--oneline", help="One line per turn.")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Show forgotten turns' content too.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Turns, newest first, like `git log`."""
     from histstore.history import load_turn, log_entries, parse_since
+    from histstore.overlay import Overlay
 
     from . import render
 
@@ -203,7 +205,20 @@ def log(
     if not entries and not json_out:
         typer.echo("no turns" + (" match" if (session or project or since) else " recorded yet"))
         return
+    overlay = Overlay.read(store)
     for i, e in enumerate(entries):
+        marker = None if all_ else overlay.hides(e.session.session_id, e.entry.turn_id)
+        if marker is not None:
+            _print_forgotten(
+                e.entry.turn_id,
+                e.session.session_id,
+                e.entry.asked_at,
+                marker,
+                json_out,
+                oneline,
+                i,
+            )
+            continue
         turn = load_turn(store, e.entry.object)
         if json_out:
             typer.echo(json.dumps(_turn_summary(turn, e.entry.object), ensure_ascii=False))
@@ -215,6 +230,30 @@ def log(
             typer.echo(render.turn_text(turn, e.session, max_lines=6))
 
 
+def _print_forgotten(
+    turn_id: str, session_id: str, asked_at: str, marker: Any, json_out: bool, oneline: bool, i: int
+) -> None:
+    """A forgotten turn as log and show give it without --all: that it was, not what."""
+    note = f"forgotten ({marker.mode} since {marker.ts})"
+    if json_out:
+        typer.echo(
+            json.dumps(
+                {
+                    "turn_id": turn_id,
+                    "session_id": session_id,
+                    "asked_at": asked_at,
+                    "forgotten": {"mode": marker.mode, "since": marker.ts},
+                }
+            )
+        )
+    elif oneline:
+        typer.echo(f"{turn_id[:12]}  {asked_at[:10]} {asked_at[11:16]}  {session_id[:8]}  {note}")
+    else:
+        if i:
+            typer.echo("")
+        typer.echo(f"turn {turn_id}\nSession: {session_id}\n\n    {note}")
+
+
 @app.command()
 def show(
     ctx: typer.Context,
@@ -223,17 +262,36 @@ def show(
     ],
     full: Annotated[bool, typer.Option("--full", help="Every step of a turn.")] = False,
     raw: Annotated[bool, typer.Option("--raw", help="A turn's source records as written.")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Show forgotten turns' content too.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Show a turn (with --full every step), a session, or any object."""
     from histstore.history import expand_turn, load_turn, raw_records, resolve
+    from histstore.overlay import Overlay
 
     from . import render
 
     store = open_store(ctx)
     r = resolve(store, ident)
+    overlay = Overlay.read(store)
+    if r.kind == "object" and not all_ and overlay:
+        kind, payload = store.objects.get(r.id)
+        if kind == "turn":
+            t = json.loads(payload)
+            m = overlay.hides(t["session_id"], t["turn_id"])
+            if m is not None:
+                _print_forgotten(
+                    t["turn_id"], t["session_id"], t["asked_at"], m, json_out, False, 0
+                )
+                return
     if r.kind == "turn":
-        assert r.entry is not None
+        assert r.entry is not None and r.session is not None
+        marker = None if all_ else overlay.hides(r.session.session_id, r.entry.turn_id)
+        if marker is not None:
+            _print_forgotten(
+                r.entry.turn_id, r.session.session_id, r.entry.asked_at, marker, json_out, False, 0
+            )
+            return
         turn = load_turn(store, r.entry.object)
         if raw:
             for line in raw_records(store, turn):
@@ -266,7 +324,11 @@ def show(
         typer.echo(f"Turns:   {len(s.turns)}")
         typer.echo("")
         for t in s.turns:
-            typer.echo(render.oneline(load_turn(store, t.object)))
+            marker = None if all_ else overlay.hides(s.session_id, t.turn_id)
+            if marker is not None:
+                _print_forgotten(t.turn_id, s.session_id, t.asked_at, marker, False, True, 0)
+            else:
+                typer.echo(render.oneline(load_turn(store, t.object)))
     else:
         kind, payload = store.objects.get(r.id)
         if json_out:
@@ -366,6 +428,201 @@ def recall(
             typer.echo("  read: " + ", ".join(h.read))
         if h.tainted:
             typer.echo(f"  {UNTRUSTED_LABEL}")
+
+
+def _confirm_target(target: Any, confirm: str | None, verb: str) -> str | None:
+    """On a terminal without --confirm: show what will change and ask for the id."""
+    if confirm is not None or not sys.stdin.isatty():
+        return confirm
+    what = f"{target.turns} turn{'s' if target.turns != 1 else ''}"
+    typer.echo(f"{verb} {target.kind} {target.id}: {what} of session {target.session}", err=True)
+    if target.first_prompt:
+        typer.echo(f"  first prompt: {target.first_prompt}", err=True)
+    answer: str = typer.prompt(f"type the {target.kind} id to confirm", err=True, default="")
+    return answer.strip()
+
+
+def _print_forgotten_list(items: list[Any], json_out: bool) -> None:
+    if json_out:
+        for f in items:
+            typer.echo(json.dumps(f.as_json(), ensure_ascii=False))
+        return
+    if not items:
+        typer.echo("nothing is forgotten")
+        return
+    for f in items:
+        m = f.marker
+        hides = (
+            f"stale: {m.target_kind} {m.target} is not in the store"
+            if f.stale
+            else f"hides {f.hides} turn{'s' if f.hides != 1 else ''}"
+        )
+        typer.echo(f"{m.mode:9}  {m.ts}  {m.target_kind} {m.target}  ({hides})")
+        if m.reason:
+            typer.echo(f"           reason: {m.reason}")
+        if f.first_prompt:
+            typer.echo(f"           first prompt: {f.first_prompt}")
+
+
+@app.command()
+def forget(
+    ctx: typer.Context,
+    target: Annotated[
+        str | None, typer.Argument(help="A session id or turn id, whole or a unique prefix.")
+    ] = None,
+    exclude: Annotated[
+        bool, typer.Option("--exclude", help="Hide from export too (default: recall only).")
+    ] = False,
+    reason: Annotated[str, typer.Option(help="Why; recorded with the marker.")] = "",
+    confirm: Annotated[
+        str | None, typer.Option(help="The exact id, required without a terminal.")
+    ] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List what is forgotten.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Hide a session or a turn from recall (a tombstone) or also from export."""
+    from histstore.forgetting import forget as do_forget
+    from histstore.forgetting import forgotten, resolve_target
+
+    store = open_store(ctx)
+    if list_:
+        _print_forgotten_list(forgotten(store), json_out)
+        return
+    if target is None:
+        raise BadInput("name what to forget", hint="hs forget TARGET --confirm TARGET")
+    t = resolve_target(store, target)
+    answer = _confirm_target(t, confirm, "forget")
+    mode = "exclude" if exclude else "tombstone"
+    res = do_forget(
+        store, t, mode=mode, reason=reason, confirm=answer, command=command_line(ctx, t.id)
+    )
+    if json_out:
+        typer.echo(json.dumps(res.as_json(), ensure_ascii=False))
+        return
+    hidden = "recall and export" if mode == "exclude" else "recall"
+    if not res.changed:
+        typer.echo(f"{t.kind} {t.id} is already forgotten ({mode}): nothing changed")
+        return
+    assert res.operation is not None
+    typer.echo(
+        f"forgot {t.kind} {t.id} ({t.turns} turn{'s' if t.turns != 1 else ''}): {mode}, hidden from {hidden}"
+    )
+    typer.echo(f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.ts}")
+    typer.echo(f"  index rebuilt: generation {res.generation}; recall no longer finds it")
+
+
+@app.command()
+def forgotten(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Every tombstone and exclusion: when, why, and what it hides."""
+    from histstore.forgetting import forgotten as list_forgotten
+
+    _print_forgotten_list(list_forgotten(open_store(ctx)), json_out)
+
+
+@app.command()
+def unforget(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(help="A forgotten session id or turn id.")],
+    confirm: Annotated[
+        str | None, typer.Option(help="The exact id, required without a terminal.")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Bring a forgotten session or turn back (its marker history stays)."""
+    from histstore.forgetting import resolve_target
+    from histstore.forgetting import unforget as do_unforget
+
+    store = open_store(ctx)
+    t = resolve_target(store, target)
+    answer = _confirm_target(t, confirm, "unforget")
+    res = do_unforget(store, t, confirm=answer, command=command_line(ctx, t.id))
+    if json_out:
+        typer.echo(json.dumps(res.as_json(), ensure_ascii=False))
+    elif not res.changed:
+        typer.echo(f"{t.kind} {t.id} is not forgotten: nothing changed")
+    else:
+        assert res.operation is not None
+        typer.echo(f"unforgot {t.kind} {t.id}: back in recall (operation {res.operation.op})")
+        typer.echo(f"  index rebuilt: generation {res.generation}")
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    fmt: Annotated[str, typer.Option("--format", help="jsonl or markdown.")] = "jsonl",
+    session: Annotated[str | None, typer.Option(help="Only this session (id or prefix).")] = None,
+    project: Annotated[str | None, typer.Option(help="Only this project.")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only turns asked since: 2w, 3d, 12h, or a date.")
+    ] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to FILE.")] = None,
+) -> None:
+    """Turns out of the store (excluded ones never): turn JSONL or markdown."""
+    from histstore.export import FORMATS, exported_turns, jsonl_line, markdown
+    from histstore.fsutil import atomic_write
+    from histstore.history import parse_since
+
+    if fmt not in FORMATS:
+        raise BadInput(f"unknown export format {fmt!r}", hint="use jsonl or markdown")
+    store = open_store(ctx)
+    if project is not None and os.path.isdir(project):
+        project = str(Path(project).resolve())
+    since_ts = parse_since(since) if since else None
+    turns = exported_turns(store, session=session, project=project, since=since_ts)
+    if fmt == "jsonl":
+        chunks: Any = (jsonl_line(t) + "\n" for _, t in turns)
+    else:
+        chunks = markdown(list(turns))
+    if output is None:
+        for chunk in chunks:
+            typer.echo(chunk, nl=False)
+    else:
+        atomic_write(output, "".join(chunks).encode("utf-8"))
+
+
+@app.command()
+def ops(
+    ctx: typer.Context,
+    n: Annotated[int | None, typer.Option("-n", help="At most N operations.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Operations, newest first: id, time, command, refs changed."""
+    store = open_store(ctx)
+    items = list(reversed(store.operations()))
+    if n is not None:
+        items = items[: max(n, 0)]
+    if not items and not json_out:
+        typer.echo("no operations yet")
+    for op in items:
+        if json_out:
+            typer.echo(json.dumps(op.as_json(), ensure_ascii=False))
+            continue
+        refs = ", ".join(c.ref for c in op.changes[:3])
+        more = f" and {len(op.changes) - 3} more" if len(op.changes) > 3 else ""
+        typer.echo(f"{op.op}  {op.time}  {op.command}")
+        typer.echo(f"    {len(op.changes)} ref{'s' if len(op.changes) != 1 else ''}: {refs}{more}")
+
+
+@app.command()
+def undo(
+    ctx: typer.Context,
+    op: Annotated[
+        str | None,
+        typer.Argument(metavar="[OP]", help="An operation id or prefix (default: the last)."),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Revert an operation as a new one (so an undo can be undone)."""
+    from histstore.undo import undo as do_undo
+
+    store = open_store(ctx)
+    new = do_undo(store, op, command=command_line(ctx))
+    if json_out:
+        typer.echo(json.dumps(new.as_json(), ensure_ascii=False))
+        return
+    typer.echo(
+        f"undid {new.extra.get('undoes')}: operation {new.op} moved {len(new.changes)} ref{'s' if len(new.changes) != 1 else ''} back"
+    )
 
 
 @app.command()

@@ -1,0 +1,81 @@
+"""Export: turns out of the store, as the project's turn JSONL or as markdown.
+
+Excluded targets never appear, through any filter; tombstoned ones do (a
+tombstone hides from recall only). A JSONL export holds each turn as it was
+recorded — every step with its output, the raw records — so importing it into
+an empty store gives the same turn objects, with the same ids.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from .history import expand_turn, load_turn, log_entries, raw_records
+from .overlay import Overlay
+from .store import SessionRev, Store
+
+FORMATS = ("jsonl", "markdown")
+
+
+def exported_turns(
+    store: Store,
+    *,
+    session: str | None = None,
+    project: str | None = None,
+    since: str | None = None,
+) -> Iterator[tuple[SessionRev, dict[str, Any]]]:
+    """(session, turn record) oldest first, exclusions left out."""
+    overlay = Overlay.read(store)
+    entries = log_entries(store, session=session, project=project, since=since)
+    for e in reversed(entries):
+        if overlay.excludes(e.session.session_id, e.entry.turn_id):
+            continue
+        turn = expand_turn(store, load_turn(store, e.entry.object))
+        turn["raw"] = raw_records(store, turn)
+        yield e.session, turn
+
+
+def jsonl_line(turn: dict[str, Any]) -> str:
+    return json.dumps(turn, ensure_ascii=False, sort_keys=True)
+
+
+def markdown(turns: list[tuple[SessionRev, dict[str, Any]]]) -> Iterator[str]:
+    """A readable transcript: a heading per session, then each turn's steps."""
+    current = None
+    for s, t in turns:
+        if s.session_id != current:
+            current = s.session_id
+            title = f" — {s.title}" if s.title else ""
+            yield f"# Session {s.session_id}{title}\n\n"
+            yield f"Project: `{s.project}` · agent: {s.agent}\n\n"
+        yield f"## {t['asked_at'][:16].replace('T', ' ')} UTC · turn `{t['turn_id']}`\n\n"
+        if t.get("tainted"):
+            yield "> This turn read untrusted content.\n\n"
+        yield "**Asked:**\n\n" + _quote(t.get("asked") or "") + "\n"
+        for step in t.get("steps") or []:
+            if step.get("type") == "tool":
+                yield f"*Tool `{step.get('name')}`*" + (" (error)" if step.get("is_error") else "")
+                yield "\n\n```json\n" + json.dumps(step.get("input"), indent=2, ensure_ascii=False)
+                yield "\n```\n\n"
+                if step.get("output"):
+                    yield _fence(str(step["output"]))
+        yield "**Answered:**\n\n" + _quote(t.get("answered") or "(no answer)") + "\n"
+        files = [
+            *(f"read `{f}`" for f in t.get("files", [])),
+            *(f"edited `{f}`" for f in t.get("edited", [])),
+        ]
+        if files:
+            yield "Files: " + ", ".join(files) + "\n\n"
+
+
+def _quote(text: str) -> str:
+    return "".join(f"> {line}\n" if line else ">\n" for line in text.splitlines() or [""])
+
+
+def _fence(text: str) -> str:
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks}\n{text}\n{ticks}\n\n"

@@ -1,0 +1,301 @@
+"""Forget and unforget: a marker, a generation swap, then proof the target is gone.
+
+The order (docs/cli.md, "hs forget"):
+
+1. resolve the target (a session or a turn, whole id or unique prefix) and
+   check the confirmation names it exactly — nothing is written otherwise;
+2. write the marker object and move ``overlay/<target>`` to it, one operation,
+   and rewrite the overlay views; from here on every reader's recall hides the
+   target (the overlay is merged at read time);
+3. swap in a new index generation without the target's rows;
+4. confirm with the index that the target is gone, then report success.
+
+If step 3 fails, the marker is rolled back (a new operation restores the ref)
+and the previous generation keeps serving: :class:`RebuildFailed`. If the
+target still shows after the swap: :class:`NotConverged`, naming the step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .clock import now_rfc3339
+from .errors import Ambiguous, BadInput, HistError, NotFound
+from .overlay import MODES, PREFIX, Marker, Overlay, load_marker, put_marker, write_views
+from .recall import RecallIndex
+from .refs import Operation, RefChange, check_component, one_line
+from .store import Store
+
+
+class Unconfirmed(BadInput):
+    """The confirmation does not name the resolved target (exit 2)."""
+
+
+class RebuildFailed(HistError):
+    exit_code = 8
+
+
+class NotConverged(HistError):
+    exit_code = 9
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: str  # "session" | "turn"
+    id: str
+    session: str
+    turns: int
+    first_prompt: str
+    in_store: bool = True
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "session": self.session,
+            "turns": self.turns,
+            "first_prompt": self.first_prompt,
+        }
+
+
+def resolve_target(store: Store, text: str) -> Target:
+    """A session id or a turn id, whole or as a unique prefix; for unforget, also
+    the id of a target the overlay holds (it may no longer be in the store)."""
+    text = text.strip()
+    if not text:
+        raise BadInput("no target given", hint="name a session id or a turn id")
+    exact: list[Target] = []
+    near: list[Target] = []
+    for s in store.sessions():
+        first = _first_prompt(store, s.turns[0].object) if s.turns else ""
+        if s.session_id.startswith(text):
+            t = Target("session", s.session_id, s.session_id, len(s.turns), first)
+            (exact if s.session_id == text else near).append(t)
+        for e in s.turns:
+            if e.turn_id.startswith(text):
+                t = Target("turn", e.turn_id, s.session_id, 1, _first_prompt(store, e.object))
+                (exact if e.turn_id == text else near).append(t)
+    found = exact or near
+    if not found:
+        overlay = Overlay.read(store)
+        marked = [m for t, m in overlay.markers.items() if t.startswith(text)]
+        if len(marked) == 1:
+            m = marked[0]
+            return Target(m.target_kind, m.target, m.session, 0, "", in_store=False)
+        raise NotFound(
+            f"no session or turn {text!r} in the store",
+            hint="see ids with `hs log --oneline`; forget names one of them",
+        )
+    if len(found) > 1:
+        raise Ambiguous(
+            f"target {text!r} is ambiguous ({len(found)} matches)",
+            [f"{t.kind} {t.id}" for t in found[:10]],
+            hint="give the whole id, or more of it",
+        )
+    return found[0]
+
+
+def _first_prompt(store: Store, object_id: str) -> str:
+    turn = store.get_json(object_id, "turn")
+    return one_line(str(turn.get("asked") or ""), 100)
+
+
+def check_confirmation(target: Target, confirm: str | None) -> None:
+    if confirm != target.id:
+        given = "no confirmation given" if confirm is None else f"the confirmation {confirm!r}"
+        raise Unconfirmed(
+            f"unconfirmed-target: {given} is not {target.kind} {target.id}",
+            hint=f"repeat the exact id: --confirm {target.id}",
+        )
+
+
+@dataclass
+class ForgetResult:
+    target: Target
+    marker: Marker
+    marker_id: str
+    operation: Operation | None
+    generation: str | None
+    changed: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target.as_json(),
+            "mode": self.marker.mode,
+            "state": self.marker.state,
+            "reason": self.marker.reason,
+            "ts": self.marker.ts,
+            "marker": self.marker_id,
+            "operation": self.operation.op if self.operation else None,
+            "rebuilt": self.changed,
+            "generation": self.generation,
+        }
+
+
+def _set_marker(
+    store: Store, target: Target, make: Any, command: str
+) -> tuple[Marker, str, str | None, Operation | None]:
+    """Under the lock: the target's marker moved to ``make(previous)``; returns
+    (marker, its id, the ref's old value, the operation or None if unchanged)."""
+    ref = PREFIX + check_component(target.id, "target id")
+    with store.lock():
+        old = store.refs.read(ref)
+        previous = load_marker(store, old) if old else None
+        marker = make(previous)
+        if marker is None:
+            assert previous is not None and old is not None
+            return previous, old, old, None
+        marker_id = put_marker(store, marker)
+        op = store.apply(
+            [RefChange(ref, old, marker_id)],
+            command,
+            extra={"kind": "overlay", "target": target.id},
+        )
+        write_views(store)
+    return marker, marker_id, old, op
+
+
+def _swap_or_roll_back(
+    store: Store, target: Target, ref_old: str | None, marker_id: str, command: str
+) -> str | None:
+    index = RecallIndex(store)
+    try:
+        return index.swap().generation
+    except Exception as e:
+        with store.lock():
+            store.apply(
+                [RefChange(PREFIX + target.id, marker_id, ref_old)],
+                f"{command} (rolled back: rebuild failed)",
+                extra={"kind": "overlay-rollback", "target": target.id},
+            )
+            write_views(store)
+        raise RebuildFailed(
+            f"rebuild-failed: the index could not be rebuilt ({e}); the marker for "
+            f"{target.kind} {target.id} was rolled back and the previous generation serves",
+            hint="nothing is hidden; fix the cause (disk space?) and run the command again",
+        ) from None
+
+
+def forget(
+    store: Store,
+    target: Target,
+    *,
+    mode: str = "tombstone",
+    reason: str = "",
+    confirm: str | None,
+    command: str = "hs forget",
+) -> ForgetResult:
+    if mode not in MODES:
+        raise BadInput(f"unknown mode {mode!r}", hint="tombstone (default) or exclude")
+    if not target.in_store:
+        raise NotFound(f"{target.kind} {target.id} is not in the store: nothing to forget")
+    check_confirmation(target, confirm)
+    reason = one_line(store.redactor(reason), 500)
+
+    def make(previous: Marker | None) -> Marker | None:
+        if previous is not None and previous.active and previous.mode == mode:
+            return None  # already forgotten this way
+        return Marker(
+            target.id,
+            target.kind,
+            target.session,
+            mode,
+            "active",
+            reason,
+            now_rfc3339(),
+            None if previous is None else _id_of(store, target.id),
+        )
+
+    marker, marker_id, old, op = _set_marker(store, target, make, command)
+    if op is None:
+        return ForgetResult(
+            target, marker, marker_id, None, RecallIndex(store).status().generation, False
+        )
+    generation = _swap_or_roll_back(store, target, old, marker_id, command)
+    left = RecallIndex(store).holds(
+        session_id=target.session, turn_id=target.id if target.kind == "turn" else None
+    )
+    if left:
+        raise NotConverged(
+            f"blocked-non-converged: marker {marker_id[:12]} for {target.kind} {target.id} is "
+            f"recorded (operation {op.op}), but generation {generation} still holds {left} of "
+            "its turns after the swap (failed step: confirm)",
+            hint="recall hides it all the same (the overlay is merged at read time); "
+            "run `hs plumbing index-build`",
+        )
+    return ForgetResult(target, marker, marker_id, op, generation, True)
+
+
+def unforget(
+    store: Store, target: Target, *, confirm: str | None, command: str = "hs unforget"
+) -> ForgetResult:
+    check_confirmation(target, confirm)
+
+    def make(previous: Marker | None) -> Marker | None:
+        if previous is None:
+            raise NotFound(f"{target.kind} {target.id} is not forgotten", hint="see `hs forgotten`")
+        if not previous.active:
+            return None
+        return Marker(
+            previous.target,
+            previous.target_kind,
+            previous.session,
+            previous.mode,
+            "lifted",
+            previous.reason,
+            now_rfc3339(),
+            _id_of(store, target.id),
+        )
+
+    marker, marker_id, old, op = _set_marker(store, target, make, command)
+    if op is None:
+        return ForgetResult(
+            target, marker, marker_id, None, RecallIndex(store).status().generation, False
+        )
+    generation = _swap_or_roll_back(store, target, old, marker_id, command)
+    return ForgetResult(target, marker, marker_id, op, generation, True)
+
+
+def _id_of(store: Store, target: str) -> str | None:
+    return store.refs.read(PREFIX + target)
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    marker: Marker
+    marker_id: str
+    hides: int  # turns of the store it hides (0: stale, the target is not in the store)
+    first_prompt: str
+
+    @property
+    def stale(self) -> bool:
+        return self.hides == 0
+
+    def as_json(self) -> dict[str, Any]:
+        d = self.marker.as_json()
+        d.update(marker=self.marker_id, hides=self.hides, stale=self.stale)
+        d["first_prompt"] = self.first_prompt
+        return d
+
+
+def forgotten(store: Store) -> list[Forgotten]:
+    """Every active marker, newest first, with what it hides in the store now."""
+    overlay = Overlay.read(store)
+    refs = store.refs.list_refs(PREFIX)
+    sessions = {s.session_id: s for s in store.sessions()} if overlay else {}
+    out = []
+    for m in overlay.active():
+        s = sessions.get(m.session)
+        if s is None:
+            hides, first = 0, ""
+        elif m.target_kind == "session":
+            hides = len(s.turns)
+            first = _first_prompt(store, s.turns[0].object) if s.turns else ""
+        else:
+            entry = next((e for e in s.turns if e.turn_id == m.target), None)
+            hides = 1 if entry else 0
+            first = _first_prompt(store, entry.object) if entry else ""
+        out.append(Forgotten(m, refs[PREFIX + m.target], hides, first))
+    out.sort(key=lambda f: f.marker.ts, reverse=True)
+    return out

@@ -1,0 +1,65 @@
+"""Undo: any operation reverted by a new operation that applies its inverse.
+
+Every operation in the refs log holds its ref changes (old -> new). Undoing it
+moves each of those refs from ``new`` back to ``old``, compare-and-swap, as a
+new operation (so an undo can itself be undone). When a later operation moved
+one of those refs again, the undo conflicts: it says which operation, and
+changes nothing. After the refs move, the derived data follows: the overlay
+views are rewritten and the index swaps in a new generation when markers
+moved (so an undone forget is back in recall at once), else it catches up.
+"""
+
+from __future__ import annotations
+
+from .errors import Ambiguous, BadInput, Conflict, NotFound
+from .overlay import PREFIX as OVERLAY_PREFIX
+from .overlay import write_views
+from .recall import RecallIndex
+from .refs import Operation, RefChange
+from .store import Store
+
+
+def find_operation(store: Store, op_id: str | None) -> Operation:
+    ops = store.operations()
+    if not ops:
+        raise NotFound("no operation to undo: the store has recorded nothing yet")
+    if op_id is None:
+        return ops[-1]
+    found = [o for o in ops if o.op.startswith(op_id.strip().lower())]
+    if not found:
+        raise NotFound(f"no operation {op_id!r}", hint="see the operations with `hs ops`")
+    if len(found) > 1:
+        raise Ambiguous(f"operation {op_id!r} is ambiguous", [o.op for o in found[:10]])
+    return found[0]
+
+
+def undo(store: Store, op_id: str | None = None, *, command: str = "hs undo") -> Operation:
+    target = find_operation(store, op_id)
+    inverse = [RefChange(c.ref, c.new, c.old) for c in target.changes]
+    with store.lock():
+        moved = [c for c in inverse if store.refs.read(c.ref) != c.old]
+        if moved:
+            later = [
+                o.op
+                for o in store.refs.operations_after(target.op) or []
+                if any(ch.ref in {m.ref for m in moved} for ch in o.changes)
+            ]
+            raise Conflict(
+                f"cannot undo {target.op}: {moved[0].ref} was changed again by "
+                f"{', '.join(later) or 'a later operation'}",
+                hint="undo the later operation first, or leave this one",
+            )
+        op = store.apply(
+            inverse, f"{command} {target.op}", extra={"kind": "undo", "undoes": target.op}
+        )
+        if op is None:
+            raise BadInput(f"operation {target.op} changed nothing to undo")
+        markers_moved = any(c.ref.startswith(OVERLAY_PREFIX) for c in inverse)
+        if markers_moved:
+            write_views(store)
+    index = RecallIndex(store)
+    if markers_moved:
+        index.swap()
+    else:
+        index.catch_up()
+    return op
