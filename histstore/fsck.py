@@ -382,7 +382,13 @@ def _check_index(store: Store, *, compare: bool) -> list[Finding]:
     elif compare and (last is None or store.refs.applied() == last.op):
         # (an operation logged but not yet applied is reported above; the index
         # already holds it)
-        turns = sum(len(s.turns) for s in store.sessions())
+        overlay = Overlay.read(store)
+        turns = sum(
+            1
+            for s in store.sessions()
+            for t in s.turns
+            if not overlay.hides(s.session_id, t.turn_id)  # forgotten: never indexed
+        )
         if rows != turns:
             out.append(
                 Finding("error", "index", f"holds {rows} turns, the store {turns}", path.name)

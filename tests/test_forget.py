@@ -1,0 +1,408 @@
+"""hs forget / unforget / forgotten, export, ops and undo."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import HS, turn_record, write_turns
+
+from histstore.forgetting import forget, resolve_target
+from histstore.overlay import Overlay, load_marker
+from histstore.recall import RecallIndex
+from histstore.store import Store
+
+SID_A = "sess-aaaa-1111"
+SID_B = "sess-bbbb-2222"
+
+
+def records() -> list[dict[str, Any]]:
+    return [
+        turn_record(
+            1,
+            session_id=SID_A,
+            asked="the customer's invoice number is 4471 ocelot",
+            answered="noted the ocelot invoice",
+        ),
+        turn_record(2, session_id=SID_A, asked="second question about ocelot billing"),
+        turn_record(
+            3, session_id=SID_B, asked="an unrelated ocelot question", project="/home/dev/src/other"
+        ),
+    ]
+
+
+@pytest.fixture
+def filled(hs: HS, tmp_path: Path) -> HS:
+    hs("init")
+    r = hs("import", str(write_turns(tmp_path / "in.jsonl", records())))
+    assert r.exit_code == 0, r.stderr
+    return hs
+
+
+def recall_ids(hs: HS, query: str = "ocelot") -> list[str]:
+    out = hs.json_lines("recall", "--everywhere", "--json", "-k", "10", query)[0]
+    return sorted(h["turn_id"] for h in out["hits"])
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+# --------------------------------------------------------------- confirmation
+
+
+def test_forget_needs_the_exact_id_and_writes_nothing_otherwise(
+    filled: HS, store_path: Path
+) -> None:
+    before = snapshot(store_path)
+    for args in (
+        ["turn-0001"],
+        ["turn-0001", "--confirm", "turn-000"],
+        ["sess-", "--confirm", SID_A],
+    ):
+        r = filled("forget", *args)
+        assert r.exit_code == 2, (args, r.stdout, r.stderr)
+        assert snapshot(store_path) == before, args
+    r = filled("forget", "turn-0001")
+    assert "unconfirmed-target" in r.stderr and "--confirm turn-0001" in r.stderr
+    r = filled("forget", "sess-", "--confirm", SID_A)
+    assert (
+        "ambiguous" in r.stderr
+        and f"session {SID_A}" in r.stderr
+        and f"session {SID_B}" in r.stderr
+    )
+    r = filled("forget", "no-such-thing", "--confirm", "no-such-thing")
+    assert r.exit_code == 4 and "no session or turn 'no-such-thing' in the store" in r.stderr
+    assert snapshot(store_path) == before
+
+
+def test_forget_a_turn_by_prefix(filled: HS, store_path: Path) -> None:
+    objects_before = snapshot(store_path / "objects")
+    r = filled("forget", "turn-0001", "--confirm", "turn-0001", "--reason", "customer data")
+    assert r.exit_code == 0, r.stderr
+    assert "forgot turn turn-0001" in r.stdout and "tombstone" in r.stdout
+    assert "operation " in r.stdout and "marker " in r.stdout and "generation gen-" in r.stdout
+    assert recall_ids(filled) == ["turn-0002", "turn-0003"]
+    # turn objects untouched: every object file there before is there, unchanged
+    after = snapshot(store_path / "objects")
+    assert all(after.get(k) == v for k, v in objects_before.items())
+    with Store.open(store_path) as s:
+        m = Overlay.read(s).markers["turn-0001"]
+        assert (m.mode, m.state, m.reason, m.session) == (
+            "tombstone",
+            "active",
+            "customer data",
+            SID_A,
+        )
+
+
+def test_forget_a_session_and_the_views(filled: HS, store_path: Path) -> None:
+    r = filled("forget", SID_A, "--confirm", SID_A, "--exclude", "--json")
+    out = json.loads(r.stdout)
+    assert out["mode"] == "exclude" and out["rebuilt"] is True and out["target"]["turns"] == 2
+    assert recall_ids(filled) == ["turn-0003"]
+    excl = (store_path / "overlay" / "exclusions.jsonl").read_text().splitlines()
+    assert [json.loads(x) for x in excl] == [
+        {"id": SID_A, "mode": "exclude", "ts": out["ts"], "reason": ""}
+    ]
+    assert (store_path / "overlay" / "tombstones.jsonl").read_text() == ""
+    filled("forget", "turn-0003", "--confirm", "turn-0003", "--reason", "why not")
+    tomb = [
+        json.loads(x)
+        for x in (store_path / "overlay" / "tombstones.jsonl").read_text().splitlines()
+    ]
+    assert tomb == [{"id": "turn-0003", "ts": tomb[0]["ts"], "reason": "why not"}]
+    assert recall_ids(filled) == []
+    assert filled("fsck").exit_code == 0
+
+
+def test_unforget_and_marker_history(filled: HS, store_path: Path) -> None:
+    filled("forget", "turn-0002", "--confirm", "turn-0002")
+    r = filled("unforget", "turn-0002", "--confirm", "turn-0002")
+    assert r.exit_code == 0 and "back in recall" in r.stdout
+    assert recall_ids(filled) == ["turn-0001", "turn-0002", "turn-0003"]
+    filled("forget", "turn-0002", "--confirm", "turn-0002", "--exclude")
+    with Store.open(store_path) as s:
+        chain, rev = [], s.refs.read("overlay/turn-0002")
+        while rev:
+            m = load_marker(s, rev)
+            chain.append((m.mode, m.state))
+            rev = m.parent
+    assert chain == [("exclude", "active"), ("tombstone", "lifted"), ("tombstone", "active")]
+    r = filled("unforget", "turn-0001", "--confirm", "turn-0001")
+    assert r.exit_code == 4 and "is not forgotten" in r.stderr
+
+
+def test_forgetting_twice_changes_nothing(filled: HS, store_path: Path) -> None:
+    filled("forget", "turn-0001", "--confirm", "turn-0001")
+    log = (store_path / "refs.log").read_bytes()
+    r = filled("forget", "turn-0001", "--confirm", "turn-0001")
+    assert r.exit_code == 0 and "already forgotten" in r.stdout
+    assert (store_path / "refs.log").read_bytes() == log
+
+
+# --------------------------------------------------------------- failure paths
+
+
+def test_a_failed_rebuild_rolls_the_marker_back(
+    filled: HS, store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gen = filled.json_lines("plumbing", "index-status")[0]["generation"]
+
+    def broken(self: RecallIndex) -> Any:
+        raise OSError(28, "No space left on device (injected)")
+
+    with monkeypatch.context() as m:
+        m.setattr(RecallIndex, "swap", broken)
+        r = filled("forget", "turn-0001", "--confirm", "turn-0001")
+    assert r.exit_code == 8
+    assert r.stderr.startswith("hs: error: rebuild-failed:") and "rolled back" in r.stderr
+    assert filled.json_lines("plumbing", "index-status")[0]["generation"] == gen
+    assert recall_ids(filled) == ["turn-0001", "turn-0002", "turn-0003"]
+    assert filled("forgotten").stdout.strip() == "nothing is forgotten"
+    assert filled("fsck").exit_code == 0
+
+
+def test_a_target_still_there_after_the_swap_is_blocked(
+    filled: HS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as m:
+        m.setattr(RecallIndex, "holds", lambda self, **kw: 1)
+        r = filled("forget", "turn-0001", "--confirm", "turn-0001")
+    assert r.exit_code == 9
+    assert "blocked-non-converged" in r.stderr and "failed step: confirm" in r.stderr
+    assert "operation " in r.stderr
+    assert "turn-0001" not in recall_ids(filled)  # the overlay still hides it
+
+
+def test_recall_merges_the_overlay_before_the_swap(
+    filled: HS, store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash between the marker and the swap: no reader sees the target."""
+
+    def crash(self: RecallIndex) -> Any:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m, Store.open(store_path) as s, pytest.raises(KeyboardInterrupt):
+        m.setattr(RecallIndex, "swap", crash)
+        forget(s, resolve_target(s, "turn-0001"), confirm="turn-0001")
+    with Store.open(store_path) as s:
+        assert RecallIndex(s).holds(turn_id="turn-0001") == 1  # the rows are still there
+        assert "turn-0001" not in [h.turn_id for h in RecallIndex(s).search("ocelot", k=10).hits]
+
+
+# --------------------------------------------------------------- listing
+
+
+def test_forgotten_lists_markers_and_narrates_stale_ones(filled: HS, tmp_path: Path) -> None:
+    filled("forget", SID_B, "--confirm", SID_B, "--reason", "private")
+    filled("forget", "turn-0001", "--confirm", "turn-0001", "--exclude")
+    rows = filled.json_lines("forgotten", "--json")
+    assert [(r["target"], r["mode"], r["hides"], r["stale"]) for r in rows] == [
+        ("turn-0001", "exclude", 1, False),
+        (SID_B, "tombstone", 1, False),
+    ]
+    assert filled("forget", "--list").stdout == filled("forgotten").stdout
+    # the import that brought the sessions is undone: the markers now hide nothing
+    ops = filled.json_lines("ops", "--json")
+    imp = next(o["op"] for o in ops if o["command"].startswith("hs import"))
+    assert filled("undo", imp).exit_code == 0
+    rows = filled.json_lines("forgotten", "--json")
+    assert [(r["target"], r["hides"], r["stale"]) for r in rows] == [
+        ("turn-0001", 0, True),
+        (SID_B, 0, True),
+    ]
+    out = filled("forgotten").stdout
+    assert f"stale: session {SID_B} is not in the store" in out and "private" in out
+
+
+# --------------------------------------------------------------- export
+
+
+def test_export_round_trip_gives_the_same_turn_objects(
+    filled: HS, tmp_path: Path, store_path: Path
+) -> None:
+    out = tmp_path / "export.jsonl"
+    assert filled("export", "-o", str(out)).exit_code == 0
+    lines = out.read_text().splitlines()
+    assert len(lines) == 3 and all(json.loads(x)["turn_id"] for x in lines)
+    other = tmp_path / "other"
+    r = filled("--store", str(other), "init")
+    assert r.exit_code == 0
+    r = filled("--store", str(other), "import", str(out))
+    assert r.exit_code == 0 and "turns: 3 added" in r.stdout, r.stderr
+
+    def objects(store: Path) -> dict[str, str]:
+        with Store.open(store) as s:
+            return {t.turn_id: t.object for x in s.sessions() for t in x.turns}
+
+    assert objects(other) == objects(store_path)
+
+
+def test_exclusions_never_leave_tombstones_do(filled: HS) -> None:
+    filled("forget", "turn-0001", "--confirm", "turn-0001", "--exclude")
+    filled("forget", "turn-0003", "--confirm", "turn-0003")  # tombstone: still exported
+    filters = [
+        [],
+        ["--session", SID_A],
+        ["--session", "sess-a"],
+        ["--project", "/home/dev/src/app"],
+        ["--since", "2000-01-01"],
+        ["--format", "markdown"],
+        ["--format", "markdown", "--session", SID_A],
+    ]
+    for f in filters:
+        r = filled("export", *f)
+        assert r.exit_code == 0, (f, r.stderr)
+        assert "4471" not in r.stdout and "turn-0001" not in r.stdout, f
+    ids = [json.loads(x)["turn_id"] for x in filled("export").stdout.splitlines()]
+    assert ids == ["turn-0002", "turn-0003"]
+    md = filled("export", "--format", "markdown").stdout
+    assert md.startswith("# Session ") and "**Asked:**" in md and "turn `turn-0003`" in md
+
+
+def test_export_bad_format(filled: HS) -> None:
+    r = filled("export", "--format", "pdf")
+    assert r.exit_code == 2 and "unknown export format 'pdf'" in r.stderr
+
+
+# --------------------------------------------------------------- ops and undo
+
+
+def test_ops_and_undo_of_every_kind(filled: HS, store_path: Path) -> None:
+    filled("record", input=json.dumps(turn_record(4, session_id=SID_B, asked="a late ocelot")))
+    filled("forget", SID_A, "--confirm", SID_A)
+    ops = filled.json_lines("ops", "--json")
+    assert [o["command"].split()[1] for o in ops] == ["forget", "record", "import"]
+    text = filled("ops").stdout
+    assert text.index(ops[0]["op"]) < text.index(ops[2]["op"])
+    # undo the forget: back in recall at once
+    r = filled("undo")
+    assert r.exit_code == 0 and f"undid {ops[0]['op']}" in r.stdout
+    assert recall_ids(filled) == ["turn-0001", "turn-0002", "turn-0003", "turn-0004"]
+    # undo the undo: forgotten again
+    assert filled("undo").exit_code == 0
+    assert recall_ids(filled) == ["turn-0003", "turn-0004"]
+    # undo the record (by id): its turn is gone again
+    assert filled("undo", ops[1]["op"][:8]).exit_code == 0
+    assert recall_ids(filled) == ["turn-0003"]
+    assert filled("fsck").exit_code == 0
+
+
+def test_undo_of_an_import_hides_its_turns_again(filled: HS) -> None:
+    assert filled("undo").exit_code == 0
+    assert recall_ids(filled) == []
+    assert filled("log").stdout.strip() == "no turns recorded yet"
+
+
+def test_undo_conflicting_with_a_later_operation_changes_nothing(
+    filled: HS, store_path: Path
+) -> None:
+    imp = filled.json_lines("ops", "--json")[0]["op"]
+    filled("record", input=json.dumps(turn_record(5, session_id=SID_A)))
+    before = snapshot(store_path)
+    r = filled("undo", imp)
+    assert r.exit_code == 5 and f"cannot undo {imp}" in r.stderr and f"sessions/{SID_A}" in r.stderr
+    assert snapshot(store_path) == before
+    r = filled("undo", "ffffffff")
+    assert r.exit_code == 4
+
+
+# --------------------------------------------------------------- log and show
+
+
+def test_log_and_show_give_forgotten_turns_only_as_such(filled: HS) -> None:
+    filled("forget", "turn-0001", "--confirm", "turn-0001")
+    out = filled("log").stdout
+    assert "forgotten (tombstone since " in out and "4471" not in out
+    assert "4471" not in filled("log", "--oneline").stdout
+    row = next(x for x in filled.json_lines("log", "--json") if x["turn_id"] == "turn-0001")
+    assert row["forgotten"]["mode"] == "tombstone" and "asked" not in row
+    shown = filled("show", "turn-0001")
+    assert "forgotten (tombstone since " in shown.stdout and "4471" not in shown.stdout
+    assert "4471" not in filled("show", "--full", "turn-0001").stdout
+    assert "4471" not in filled("show", SID_A).stdout
+    obj = filled.json_lines("log", "--all", "--json")[-1]["object"]
+    assert "4471" not in filled("show", obj).stdout
+    assert "4471" in filled("log", "--all").stdout
+    assert "4471" in filled("show", "--all", "turn-0001").stdout
+
+
+# --------------------------------------------------------------- concurrency
+
+
+def test_a_reader_never_sees_the_target_after_forget_returned(filled: HS, store_path: Path) -> None:
+    done = threading.Event()
+    seen_after: list[list[str]] = []
+    errors: list[BaseException] = []
+
+    def reader() -> None:
+        s = Store.open(store_path)
+        index = RecallIndex(s)
+        while True:
+            finished = done.is_set()
+            try:
+                hits = [h.turn_id for h in index.search("ocelot", k=10).hits]
+            except BaseException as e:  # pragma: no cover - the failure tested for
+                errors.append(e)
+                return
+            if finished:
+                seen_after.append(hits)
+                if len(seen_after) > 20:
+                    return
+
+    t = threading.Thread(target=reader)
+    t.start()
+    r = filled("forget", "turn-0001", "--confirm", "turn-0001")
+    done.set()
+    t.join()
+    assert r.exit_code == 0 and errors == []
+    assert all("turn-0001" not in hits for hits in seen_after)
+
+
+FORGETTER = r"""
+import sys
+from pathlib import Path
+from histstore.store import Store
+from histstore.forgetting import forget, resolve_target
+s = Store.open(Path(sys.argv[1]))
+t = resolve_target(s, sys.argv[2])
+forget(s, t, confirm=t.id, command="hs forget " + t.id)
+"""
+
+
+def test_two_forgets_at_once_both_land(filled: HS, store_path: Path) -> None:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", FORGETTER, str(store_path), tid],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for tid in ("turn-0001", "turn-0003")
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    assert recall_ids(filled) == ["turn-0002"]
+    assert {r["target"] for r in filled.json_lines("forgotten", "--json")} == {
+        "turn-0001",
+        "turn-0003",
+    }
+    assert filled("fsck").exit_code == 0
+
+
+def test_fsck_checks_the_views(filled: HS, store_path: Path) -> None:
+    filled("forget", "turn-0001", "--confirm", "turn-0001")
+    (store_path / "overlay" / "tombstones.jsonl").write_text("")
+    r = filled("fsck")
+    assert r.exit_code == 7 and "does not match the overlay refs" in r.stderr
+    assert filled("fsck", "--repair").exit_code == 0
+    assert filled("fsck").exit_code == 0
+    assert "turn-0001" in (store_path / "overlay" / "tombstones.jsonl").read_text()
