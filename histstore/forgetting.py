@@ -65,17 +65,18 @@ def resolve_target(store: Store, text: str) -> Target:
     text = text.strip()
     if not text:
         raise BadInput("no target given", hint="name a session id or a turn id")
-    exact: list[Target] = []
-    near: list[Target] = []
+    # (kind, id, session, turns, the object whose prompt to show)
+    exact: list[tuple[str, str, str, int, str | None]] = []
+    near: list[tuple[str, str, str, int, str | None]] = []
     for s in store.sessions():
-        first = _first_prompt(store, s.turns[0].object) if s.turns else ""
         if s.session_id.startswith(text):
-            t = Target("session", s.session_id, s.session_id, len(s.turns), first)
-            (exact if s.session_id == text else near).append(t)
+            first = s.turns[0].object if s.turns else None
+            hit = ("session", s.session_id, s.session_id, len(s.turns), first)
+            (exact if s.session_id == text else near).append(hit)
         for e in s.turns:
             if e.turn_id.startswith(text):
-                t = Target("turn", e.turn_id, s.session_id, 1, _first_prompt(store, e.object))
-                (exact if e.turn_id == text else near).append(t)
+                hit = ("turn", e.turn_id, s.session_id, 1, e.object)
+                (exact if e.turn_id == text else near).append(hit)
     found = exact or near
     if not found:
         overlay = Overlay.read(store)
@@ -90,10 +91,11 @@ def resolve_target(store: Store, text: str) -> Target:
     if len(found) > 1:
         raise Ambiguous(
             f"target {text!r} is ambiguous ({len(found)} matches)",
-            [f"{t.kind} {t.id}" for t in found[:10]],
+            [f"{kind} {tid}" for kind, tid, *_ in found[:10]],
             hint="give the whole id, or more of it",
         )
-    return found[0]
+    kind, tid, sid, turns, first = found[0]
+    return Target(kind, tid, sid, turns, _first_prompt(store, first) if first else "")
 
 
 def _first_prompt(store: Store, object_id: str) -> str:
