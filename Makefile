@@ -23,6 +23,7 @@ demo: $(STAMP)
 	echo; echo '$$ hs log --oneline'; $(BIN)/hs log --oneline; \
 	first=$$($(BIN)/hs log --json | tail -n 1 | $(BIN)/python -c 'import json,sys; print(json.loads(sys.stdin.read())["turn_id"])'); \
 	echo; echo "\$$ hs show --full $$first"; $(BIN)/hs show --full $$first; \
+	echo; echo '$$ hs recall --everywhere login_user expiry'; $(BIN)/hs recall --everywhere login_user expiry; \
 	echo; echo '$$ hs status'; $(BIN)/hs status
 
 lint: $(STAMP)
