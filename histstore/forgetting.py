@@ -173,9 +173,10 @@ def _swap_or_roll_back(
             )
             write_views(store)
         raise RebuildFailed(
-            f"rebuild-failed: the index could not be rebuilt ({e}); the marker for "
+            f"rebuild-failed: the index could not be swapped ({e}); the marker for "
             f"{target.kind} {target.id} was rolled back and the previous generation serves",
-            hint="nothing is hidden; fix the cause (disk space?) and run the command again",
+            hint="the marker is as it was before this command; fix the cause "
+            "(disk space?) and run it again",
         ) from None
 
 
@@ -196,8 +197,14 @@ def forget(
     reason = one_line(store.redactor(reason), 500)
 
     def make(previous: Marker | None) -> Marker | None:
-        if previous is not None and previous.active and previous.mode == mode:
-            return None  # already forgotten this way
+        if (
+            previous is not None
+            and previous.active
+            and (previous.mode == mode or previous.mode == "exclude")
+        ):
+            # already forgotten this way, or more (an exclusion also hides from
+            # recall): a forget never weakens what is hidden; unforget first
+            return None
         return Marker(
             target.id,
             target.kind,

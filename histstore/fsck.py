@@ -19,7 +19,7 @@ from typing import Any
 from .errors import BadInput, CorruptObject, CorruptStore, HistError
 from .objects import decode_json, is_object_id
 from .objectstore import DiskObjectStore
-from .overlay import Marker, Overlay, view_lines, write_views
+from .overlay import Marker, Overlay, load_marker, view_lines, write_views
 from .refs import KIND_OF_NAMESPACE, check_ref_name
 from .store import SESSION_PREFIX, SessionRev, Store
 from .turn import REQUIRED as TURN_FIELDS
@@ -194,6 +194,12 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
         ns_kind = KIND_OF_NAMESPACE.get(name.split("/")[0])
         if ns_kind and have != ns_kind:
             out.append(Finding("error", "ref", f"points at a {have}, expected a {ns_kind}", name))
+        if name.startswith("overlay/") and have == "marker":
+            try:
+                if load_marker(store, value).target != name[len("overlay/") :]:
+                    out.append(Finding("error", "ref", "points at another target's marker", name))
+            except HistError:
+                pass  # reported with the object above
         if name.startswith(SESSION_PREFIX) and have == "session":
             sid = name[len(SESSION_PREFIX) :]
             try:

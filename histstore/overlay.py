@@ -77,7 +77,11 @@ class Marker:
             )
         except (KeyError, TypeError):
             raise ValueError("not an overlay marker") from None
-        if m.mode not in MODES or m.state not in ("active", "lifted"):
+        if (
+            m.mode not in MODES
+            or m.state not in ("active", "lifted")
+            or m.target_kind not in ("turn", "session")
+        ):
             raise ValueError("not an overlay marker (mode or state)")
         return m
 

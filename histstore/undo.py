@@ -12,6 +12,7 @@ moved (so an undone forget is back in recall at once), else it catches up.
 from __future__ import annotations
 
 from .errors import Ambiguous, BadInput, Conflict, NotFound
+from .forgetting import RebuildFailed
 from .overlay import PREFIX as OVERLAY_PREFIX
 from .overlay import write_views
 from .recall import RecallIndex
@@ -58,8 +59,25 @@ def undo(store: Store, op_id: str | None = None, *, command: str = "hs undo") ->
         if markers_moved:
             write_views(store)
     index = RecallIndex(store)
-    if markers_moved:
-        index.swap()
-    else:
-        index.catch_up()
+    try:
+        if markers_moved:
+            index.swap()
+        else:
+            index.catch_up()
+    except Exception as e:
+        if not markers_moved:
+            raise  # recall merges nothing here: the next write catches the index up
+        # an undone forget must be back in recall when undo returns, or not at all
+        with store.lock():
+            store.apply(
+                [RefChange(c.ref, c.new, c.old) for c in op.changes],
+                f"{command} {target.op} (rolled back: rebuild failed)",
+                extra={"kind": "undo-rollback", "undoes": op.op},
+            )
+            write_views(store)
+        raise RebuildFailed(
+            f"rebuild-failed: the index could not be swapped ({e}); undo of {target.op} "
+            "was rolled back",
+            hint="the store is as it was before this command",
+        ) from None
     return op

@@ -313,6 +313,18 @@ def show(
     elif r.kind == "session":
         assert r.session is not None
         s = r.session
+        sm = overlay.markers.get(s.session_id)
+        if sm is not None and sm.active and sm.target_kind == "session" and not all_:
+            note = f"forgotten ({sm.mode} since {sm.ts})"
+            if json_out:
+                typer.echo(
+                    json.dumps(
+                        {"session_id": s.session_id, "forgotten": {"mode": sm.mode, "since": sm.ts}}
+                    )
+                )
+            else:
+                typer.echo(f"session {s.session_id}\n\n    {note}")
+            return
         if json_out:
             typer.echo(json.dumps(s.as_json(), ensure_ascii=False))
             return

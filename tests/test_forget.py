@@ -406,3 +406,52 @@ def test_fsck_checks_the_views(filled: HS, store_path: Path) -> None:
     assert filled("fsck", "--repair").exit_code == 0
     assert filled("fsck").exit_code == 0
     assert "turn-0001" in (store_path / "overlay" / "tombstones.jsonl").read_text()
+
+
+def test_a_forget_never_weakens_an_exclusion(filled: HS) -> None:
+    filled("forget", "turn-0001", "--confirm", "turn-0001", "--exclude", "--reason", "pii")
+    r = filled("forget", "turn-0001", "--confirm", "turn-0001")
+    assert r.exit_code == 0 and "already forgotten" in r.stdout
+    row = filled.json_lines("forgotten", "--json")[0]
+    assert (row["mode"], row["reason"]) == ("exclude", "pii")
+    # a tombstone can be made an exclusion
+    filled("forget", "turn-0002", "--confirm", "turn-0002")
+    filled("forget", "turn-0002", "--confirm", "turn-0002", "--exclude")
+    assert "turn-0002" not in filled("export").stdout
+
+
+def test_an_undo_the_index_cannot_follow_is_rolled_back(
+    filled: HS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    filled("forget", "turn-0001", "--confirm", "turn-0001")
+    ops_before = len(filled.json_lines("ops", "--json"))
+
+    def broken(self: RecallIndex) -> Any:
+        raise OSError(28, "No space left on device (injected)")
+
+    with monkeypatch.context() as m:
+        m.setattr(RecallIndex, "swap", broken)
+        r = filled("undo")
+    assert r.exit_code == 8 and "rolled back" in r.stderr
+    assert "turn-0001" not in recall_ids(filled)
+    assert [x["target"] for x in filled.json_lines("forgotten", "--json")] == ["turn-0001"]
+    assert len(filled.json_lines("ops", "--json")) == ops_before + 2  # the undo and its rollback
+    assert filled("fsck").exit_code == 0
+
+
+def test_show_of_a_forgotten_session(filled: HS) -> None:
+    filled("forget", SID_A, "--confirm", SID_A)
+    r = filled("show", SID_A)
+    assert "forgotten (tombstone since " in r.stdout and "Title" not in r.stdout
+    assert "turn-0001" not in r.stdout
+    assert "Turns:   2" in filled("show", "--all", SID_A).stdout
+
+
+def test_update_ref_on_an_overlay_ref_keeps_the_views(filled: HS, store_path: Path) -> None:
+    filled("forget", "turn-0001", "--confirm", "turn-0001")
+    ops = filled.json_lines("plumbing", "refs-log")
+    marker_change = ops[-1]["changes"][0]
+    r = filled("plumbing", "update-ref", "overlay/turn-0001", "-", "--old", marker_change["new"])
+    assert r.exit_code == 0, r.stderr
+    assert (store_path / "overlay" / "tombstones.jsonl").read_text() == ""
+    assert filled("fsck").exit_code == 0
