@@ -65,6 +65,9 @@ def resolve_target(store: Store, text: str) -> Target:
     text = text.strip()
     if not text:
         raise BadInput("no target given", hint="name a session id or a turn id")
+    whole = _whole_id(store, text)
+    if whole is not None:
+        return whole
     # (kind, id, session, turns, the object whose prompt to show)
     exact: list[tuple[str, str, str, int, str | None]] = []
     near: list[tuple[str, str, str, int, str | None]] = []
@@ -96,6 +99,32 @@ def resolve_target(store: Store, text: str) -> Target:
         )
     kind, tid, sid, turns, first = found[0]
     return Target(kind, tid, sid, turns, _first_prompt(store, first) if first else "")
+
+
+def _whole_id(store: Store, text: str) -> Target | None:
+    """A whole session id (its ref) or a whole turn id (the recall index knows its
+    session): found without reading every session. None: look further."""
+    try:
+        rev = store.session_ref(text)
+    except BadInput:
+        return None
+    if rev is not None:
+        s = store.load_session(rev)
+        first = _first_prompt(store, s.turns[0].object) if s.turns else ""
+        turn_hit = RecallIndex(store).sessions_of(text)
+        if not turn_hit:
+            return Target("session", s.session_id, s.session_id, len(s.turns), first)
+        return None  # also a turn id: let the full scan report the ambiguity
+    sessions = RecallIndex(store).sessions_of(text)
+    if len(sessions) != 1:
+        return None
+    rev = store.session_ref(sessions[0])
+    if rev is None:
+        return None
+    entry = next((t for t in store.load_session(rev).turns if t.turn_id == text), None)
+    if entry is None:
+        return None
+    return Target("turn", text, sessions[0], 1, _first_prompt(store, entry.object))
 
 
 def _first_prompt(store: Store, object_id: str) -> str:

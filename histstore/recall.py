@@ -527,7 +527,7 @@ class RecallIndex:
             os.replace(tmp, final)
             fsync_dir(self.dir)
             atomic_write(self.dir / "CURRENT", (final.name + "\n").encode())
-            self._prune()
+        self._prune()  # deleting an old generation file takes a while: not under the lock
         return self.status()
 
     def _prune(self) -> None:
@@ -577,7 +577,7 @@ class RecallIndex:
                 raise
             fsync_dir(self.dir)
             atomic_write(self.dir / "CURRENT", (final.name + "\n").encode())
-            self._prune()
+        self._prune()  # deleting an old generation file takes a while: not under the lock
         return self.status()
 
     def holds(self, session_id: str | None = None, turn_id: str | None = None) -> int:
@@ -596,6 +596,18 @@ class RecallIndex:
         with self._reading(path) as conn:
             sql = "SELECT count(*) FROM turn" + (" WHERE " + " AND ".join(where) if where else "")
             return int(conn.execute(sql, args).fetchone()[0])
+
+    def sessions_of(self, turn_id: str) -> list[str]:
+        """The sessions whose turn ``turn_id`` the current generation holds."""
+        try:
+            path = self.current_path()
+        except HistError:
+            return []
+        if path is None:
+            return []
+        with self._reading(path) as conn:
+            rows = conn.execute("SELECT session_id FROM turn WHERE turn_id = ?", (turn_id,))
+            return sorted({r[0] for r in rows})
 
     def rollback(self) -> IndexStatus:
         """Serve the generation before the current one (it catches up on the next write)."""

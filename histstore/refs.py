@@ -206,9 +206,13 @@ class RefStore:
         """Every ref whose name starts with ``prefix`` -> its id, sorted by name."""
         out: dict[str, str] = {}
         base = self.refs_dir
-        if not base.is_dir():
+        # walk only the folder the prefix's whole components name (overlay/: not
+        # the thousands of session refs beside it)
+        folders = prefix.split("/")[:-1]
+        start = base.joinpath(*map(_file_name, folders)) if folders else base
+        if not start.is_dir():
             return out
-        for dirpath, _dirs, files in os.walk(base):
+        for dirpath, _dirs, files in os.walk(start):
             for fname in files:
                 if fname.startswith("."):
                     continue  # a temp file of an atomic write
