@@ -59,13 +59,16 @@ class Target:
         }
 
 
-def resolve_target(store: Store, text: str) -> Target:
+def resolve_target(store: Store, text: str, *, confirm: str | None = None) -> Target:
     """A session id or a turn id, whole or as a unique prefix; for unforget, also
     the id of a target the overlay holds (it may no longer be in the store)."""
     text = text.strip()
     if not text:
         raise BadInput("no target given", hint="name a session id or a turn id")
-    whole = _whole_id(store, text)
+    # a whole id the confirmation repeats is looked up directly (the index knows
+    # a turn's session); anything else is resolved without opening the index,
+    # so a refused command touches no file of the store
+    whole = _whole_id(store, text) if confirm == text else None
     if whole is not None:
         return whole
     # (kind, id, session, turns, the object whose prompt to show)
@@ -191,16 +194,28 @@ def _swap_or_roll_back(
     store: Store, target: Target, ref_old: str | None, marker_id: str, command: str
 ) -> str | None:
     index = RecallIndex(store)
+    before = index.current_path()
     try:
         return index.swap().generation
     except Exception as e:
-        with store.lock():
-            store.apply(
-                [RefChange(PREFIX + target.id, marker_id, ref_old)],
-                f"{command} (rolled back: rebuild failed)",
-                extra={"kind": "overlay-rollback", "target": target.id},
-            )
-            write_views(store)
+        if index.current_path() != before:
+            # the new generation was swapped in before the failure: it serves
+            return index.status().generation
+        try:
+            with store.lock():
+                store.apply(
+                    [RefChange(PREFIX + target.id, marker_id, ref_old)],
+                    f"{command} (rolled back: rebuild failed)",
+                    extra={"kind": "overlay-rollback", "target": target.id},
+                )
+                write_views(store)
+        except HistError as again:
+            raise NotConverged(
+                f"blocked-non-converged: marker {marker_id[:12]} for {target.kind} {target.id} "
+                f"stands but the index could not be swapped ({e}), and rolling the marker back "
+                f"failed too ({again}) (failed step: rollback)",
+                hint="recall hides the target all the same; run `hs plumbing index-build`",
+            ) from None
         raise RebuildFailed(
             f"rebuild-failed: the index could not be swapped ({e}); the marker for "
             f"{target.kind} {target.id} was rolled back and the previous generation serves",

@@ -332,7 +332,8 @@ def _check_views(store: Store, *, repair: bool) -> list[Finding]:
         if have == data or (have is None and not data):
             continue
         if repair:
-            write_views(store, overlay)
+            with store.lock():
+                write_views(store)
             out.append(Finding("warning", "overlay", "rewrote it from the overlay refs", name))
         else:
             out.append(

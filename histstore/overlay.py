@@ -136,25 +136,25 @@ class Overlay:
     def active(self) -> list[Marker]:
         return [m for m in self.markers.values() if m.active]
 
-    def _hit(self, session_id: str, turn_id: str) -> Marker | None:
-        for key in (turn_id, session_id):
+    def _hits(self, session_id: str, turn_id: str) -> list[Marker]:
+        """The active markers on a turn: its own and its session's."""
+        out = []
+        for key, kind in ((turn_id, "turn"), (session_id, "session")):
             m = self.markers.get(key)
-            if m is not None and m.active:
-                if m.target_kind == "session" and m.target != session_id:
-                    continue
-                if m.target_kind == "turn" and m.target != turn_id:
-                    continue
-                return m
-        return None
+            if m is not None and m.active and m.target_kind == kind:
+                out.append(m)
+        return out
 
     def hides(self, session_id: str, turn_id: str) -> Marker | None:
-        """The marker hiding a turn from recall, if any (tombstone or exclusion)."""
-        return self._hit(session_id, turn_id)
+        """The marker hiding a turn from recall, if any; an exclusion before a
+        tombstone, as it hides more."""
+        hits = self._hits(session_id, turn_id)
+        return next((m for m in hits if m.mode == "exclude"), hits[0] if hits else None)
 
     def excludes(self, session_id: str, turn_id: str) -> Marker | None:
-        """The marker hiding a turn from export too (an exclusion), if any."""
-        m = self._hit(session_id, turn_id)
-        return m if m is not None and m.mode == "exclude" else None
+        """The marker hiding a turn from export too (an exclusion), if any: the
+        turn's own or its session's, whatever else marks it."""
+        return next((m for m in self._hits(session_id, turn_id) if m.mode == "exclude"), None)
 
     def __bool__(self) -> bool:
         return any(m.active for m in self.markers.values())

@@ -486,7 +486,9 @@ class RecallIndex:
             tmp = self.dir / f".gen-{n}.{os.getpid()}.tmp"
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
-            last = self.store.refs.last_operation()
+            # built from the refs as of the last operation fully applied (one
+            # logged but still moving its refs is caught up afterwards)
+            done = self.store.refs.applied()
             conn = sqlite3.connect(tmp, isolation_level=None)
             try:
                 conn.execute("PRAGMA journal_mode = OFF")
@@ -503,7 +505,7 @@ class RecallIndex:
                             continue  # forgotten: the index never holds it
                         self._row(conn, use_fts, session, entry)
                         rows += 1
-                op = last.op if last else ""
+                op = done or ""
                 self._set_meta(
                     conn,
                     schema=SCHEMA_VERSION,
@@ -527,7 +529,8 @@ class RecallIndex:
             os.replace(tmp, final)
             fsync_dir(self.dir)
             atomic_write(self.dir / "CURRENT", (final.name + "\n").encode())
-        self._prune()  # deleting an old generation file takes a while: not under the lock
+            with contextlib.suppress(OSError):  # an old file that will not go is no failure
+                self._prune()
         return self.status()
 
     def _prune(self) -> None:
@@ -577,7 +580,8 @@ class RecallIndex:
                 raise
             fsync_dir(self.dir)
             atomic_write(self.dir / "CURRENT", (final.name + "\n").encode())
-        self._prune()  # deleting an old generation file takes a while: not under the lock
+            with contextlib.suppress(OSError):  # an old file that will not go is no failure
+                self._prune()
         return self.status()
 
     def holds(self, session_id: str | None = None, turn_id: str | None = None) -> int:
@@ -645,7 +649,16 @@ class RecallIndex:
     def _catch_up(self, conn: sqlite3.Connection) -> int:
         meta = self._meta(conn)
         applied = meta.get("applied_op") or None
+        # only operations whose refs are all written: an entry is logged before
+        # its refs move (refs.applied names the last one done), and replaying one
+        # half-applied would read refs and markers from before it
+        done = self.store.refs.applied()
         todo = self.store.refs.operations_after(applied)
+        if todo is not None and done is not None:
+            upto = next((i for i, op in enumerate(todo) if op.op == done), None)
+            todo = todo[: upto + 1] if upto is not None else []
+        elif todo is not None:
+            todo = []
         if todo is None:
             raise CorruptStore(
                 f"the recall index was built from operation {applied}, not in the refs log",

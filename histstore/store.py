@@ -208,7 +208,11 @@ class Store:
                 hint="wait for the other hs command to finish, then try again",
             ) from None
         try:
-            self.refs.recover()
+            done = self.refs.recover()
+            if done is not None and any(c.ref.startswith("overlay/") for c in done.changes):
+                from .overlay import write_views  # the views follow the refs just completed
+
+                write_views(self)
             yield
         finally:
             self._lock.release()

@@ -66,7 +66,9 @@ def undo(store: Store, op_id: str | None = None, *, command: str = "hs undo") ->
             index.catch_up()
     except Exception as e:
         if not markers_moved:
-            raise  # recall merges nothing here: the next write catches the index up
+            # the undo stands (it is committed); hs recall catches the index up
+            # before it searches, and so does the next write
+            return op
         # an undone forget must be back in recall when undo returns, or not at all
         with store.lock():
             store.apply(

@@ -230,11 +230,15 @@ def log(
             typer.echo(render.turn_text(turn, e.session, max_lines=6))
 
 
+def _mode_word(mode: str) -> str:
+    return "exclusion" if mode == "exclude" else mode
+
+
 def _print_forgotten(
     turn_id: str, session_id: str, asked_at: str, marker: Any, json_out: bool, oneline: bool, i: int
 ) -> None:
     """A forgotten turn as log and show give it without --all: that it was, not what."""
-    note = f"forgotten ({marker.mode} since {marker.ts})"
+    note = f"forgotten ({_mode_word(marker.mode)} since {marker.ts})"
     if json_out:
         typer.echo(
             json.dumps(
@@ -284,6 +288,12 @@ def show(
                     t["turn_id"], t["session_id"], t["asked_at"], m, json_out, False, 0
                 )
                 return
+        if kind == "session":
+            sid = json.loads(payload).get("session_id")
+            sm = overlay.markers.get(sid or "")
+            if sm is not None and sm.active and sm.target_kind == "session":
+                typer.echo(f"session {sid}\n\n    forgotten ({_mode_word(sm.mode)} since {sm.ts})")
+                return
     if r.kind == "turn":
         assert r.entry is not None and r.session is not None
         marker = None if all_ else overlay.hides(r.session.session_id, r.entry.turn_id)
@@ -315,7 +325,7 @@ def show(
         s = r.session
         sm = overlay.markers.get(s.session_id)
         if sm is not None and sm.active and sm.target_kind == "session" and not all_:
-            note = f"forgotten ({sm.mode} since {sm.ts})"
+            note = f"forgotten ({_mode_word(sm.mode)} since {sm.ts})"
             if json_out:
                 typer.echo(
                     json.dumps(
@@ -502,7 +512,7 @@ def forget(
         return
     if target is None:
         raise BadInput("name what to forget", hint="hs forget TARGET --confirm TARGET")
-    t = resolve_target(store, target)
+    t = resolve_target(store, target, confirm=confirm)
     answer = _confirm_target(t, confirm, "forget")
     mode = "exclude" if exclude else "tombstone"
     res = do_forget(
@@ -513,7 +523,9 @@ def forget(
         return
     hidden = "recall and export" if mode == "exclude" else "recall"
     if not res.changed:
-        typer.echo(f"{t.kind} {t.id} is already forgotten ({mode}): nothing changed")
+        typer.echo(
+            f"{t.kind} {t.id} is already forgotten ({_mode_word(res.marker.mode)}): nothing changed"
+        )
         return
     assert res.operation is not None
     typer.echo(
@@ -545,7 +557,7 @@ def unforget(
     from histstore.forgetting import unforget as do_unforget
 
     store = open_store(ctx)
-    t = resolve_target(store, target)
+    t = resolve_target(store, target, confirm=confirm)
     answer = _confirm_target(t, confirm, "unforget")
     res = do_unforget(store, t, confirm=answer, command=command_line(ctx, t.id))
     if json_out:

@@ -455,3 +455,32 @@ def test_update_ref_on_an_overlay_ref_keeps_the_views(filled: HS, store_path: Pa
     assert r.exit_code == 0, r.stderr
     assert (store_path / "overlay" / "tombstones.jsonl").read_text() == ""
     assert filled("fsck").exit_code == 0
+
+
+def test_an_exclusion_holds_under_a_tombstone_on_the_same_turn(filled: HS) -> None:
+    filled("forget", SID_A, "--confirm", SID_A, "--exclude")
+    filled("forget", "turn-0001", "--confirm", "turn-0001")  # a tombstone inside it
+    for f in ([], ["--session", SID_A], ["--format", "markdown"]):
+        assert "4471" not in filled("export", *f).stdout, f
+    row = next(x for x in filled.json_lines("log", "--json") if x["turn_id"] == "turn-0001")
+    assert row["forgotten"]["mode"] == "exclude"
+    assert "forgotten (exclusion since " in filled("log").stdout
+
+
+def test_a_refused_forget_touches_no_file_even_of_the_index(filled: HS, store_path: Path) -> None:
+    for p in (store_path / "index").glob("*-*"):
+        if p.name.endswith(("-wal", "-shm")):
+            p.unlink()
+    before = snapshot(store_path)
+    assert filled("forget", "turn-0001", "--confirm", "nope").exit_code == 2
+    assert filled("forget", SID_A, "--confirm", "nope").exit_code == 2
+    assert snapshot(store_path) == before
+
+
+def test_show_of_a_forgotten_sessions_revision_object(filled: HS, store_path: Path) -> None:
+    filled("forget", SID_A, "--confirm", SID_A, "--exclude")
+    with Store.open(store_path) as s:
+        rev = s.session_ref(SID_A)
+    assert rev is not None
+    r = filled("show", rev)
+    assert "forgotten (exclusion since " in r.stdout and "turn-0001" not in r.stdout
