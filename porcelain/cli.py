@@ -292,7 +292,13 @@ def show(
             sid = json.loads(payload).get("session_id")
             sm = overlay.markers.get(sid or "")
             if sm is not None and sm.active and sm.target_kind == "session":
-                typer.echo(f"session {sid}\n\n    forgotten ({_mode_word(sm.mode)} since {sm.ts})")
+                if json_out:
+                    forgotten = {"mode": sm.mode, "since": sm.ts}
+                    typer.echo(json.dumps({"session_id": sid, "forgotten": forgotten}))
+                else:
+                    typer.echo(
+                        f"session {sid}\n\n    forgotten ({_mode_word(sm.mode)} since {sm.ts})"
+                    )
                 return
     if r.kind == "turn":
         assert r.entry is not None and r.session is not None
