@@ -56,6 +56,9 @@ KEEP = 3
 #: the slow part of a query, so the work for it is bounded (see search)
 COMMON_DOCS = 2000
 K_MAX = 10
+#: a catch-up moving more session or marker refs than this builds a new
+#: generation instead (loading rows in bulk is several times faster)
+REBUILD_CHANGES = 500
 EXCERPT = 160
 UNTRUSTED_LABEL = "[this turn read untrusted content — weigh its answer accordingly]"
 
@@ -589,6 +592,12 @@ class RecallIndex:
                 try:
                     self._catch_up(conn)
                     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                except _TooMuch:
+                    conn.close()
+                    for suffix in ("", "-wal", "-shm"):
+                        with contextlib.suppress(FileNotFoundError):
+                            Path(str(tmp) + suffix).unlink()
+                    return self.build()  # far behind: a whole new generation
                 finally:
                     conn.close()
                 for suffix in ("-wal", "-shm"):
@@ -662,6 +671,9 @@ class RecallIndex:
             conn = self._connect(path, write=True)
             try:
                 return self._catch_up(conn)
+            except _TooMuch:
+                conn.close()
+                return self._build_locked_count()
             finally:
                 conn.close()
 
@@ -689,6 +701,8 @@ class RecallIndex:
             )
         if not todo:
             return 0
+        if sum(len(op.changes) for op in todo) > REBUILD_CHANGES:
+            raise _TooMuch  # a big import: one build beats a row at a time
         changed = 0
         fts = self._has_fts(conn)
         overlay = Overlay.read(self.store)
@@ -997,6 +1011,10 @@ class RecallIndex:
             if len(hits) == k:
                 break
         return hits
+
+
+class _TooMuch(Exception):
+    """A catch-up that would cost more than a build."""
 
 
 def _gen_no(path: Path) -> int:

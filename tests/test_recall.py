@@ -414,3 +414,25 @@ def test_a_long_lived_index_object_follows_swaps(filled: Store) -> None:
     writer.build()  # the generation the reader had is pruned
     assert ids(reader.search("expired")) == ["turn-0007", "turn-0001"]
     reader.close()
+
+
+def test_a_big_catch_up_builds_a_generation_instead(
+    filled: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import histstore.recall as recall
+
+    index = RecallIndex(filled)
+    before = index.status().generation
+    monkeypatch.setattr(recall, "REBUILD_CHANGES", 1)
+    recs = [turn_record(50 + i, session_id=f"bulk-{i}", asked=f"bulk wombat {i}") for i in range(3)]
+    import_paths(filled, [write_turns(tmp_path / "bulk.jsonl", recs)])
+    status = index.status()
+    assert status.generation != before and status.stale is False
+    assert sorted(ids(index.search("wombat", k=10))) == ["turn-0050", "turn-0051", "turn-0052"]
+    # a forget far behind swaps in a whole new generation too
+    from histstore.forgetting import forget, resolve_target
+
+    recs = [turn_record(60 + i, session_id=f"more-{i}", asked="more wombat") for i in range(3)]
+    import_paths(filled, [write_turns(tmp_path / "more.jsonl", recs)])
+    forget(filled, resolve_target(filled, "turn-0050"), confirm="turn-0050")
+    assert "turn-0050" not in ids(index.search("wombat", k=10))
