@@ -101,16 +101,6 @@ def bench_data(benchmark: Any) -> list[float] | None:
     return None if stats is None else list(stats.data)
 
 
-def hs_command() -> list[str]:
-    hs = Path(sys.executable).with_name("hs")
-    if hs.exists():
-        return [str(hs)]
-    found = shutil.which("hs")
-    if found:
-        return [found]
-    return [sys.executable, "-c", "from histstore.porcelain.cli import main; main()"]
-
-
 def run_wall(argv: list[str], cwd: Path) -> tuple[float, int, str]:
     """Run to completion (stdin closed, output captured), bytecode cached:
     (wall seconds, exit code, stdout + stderr)."""
@@ -319,7 +309,7 @@ def test_forget_process_100k(
 ) -> None:
     fs = forget_100k
     t = fs.cli_turn if kind == "turn" else fs.cli_session
-    base = [*hs_command(), "--store", str(fs.root)]
+    base = [*bu.hs_command(), "--store", str(fs.root)]
     forget_argv = [*base, "forget", t.id, "--confirm", t.id]
     undo_argv = [*base, "undo"]
     undo_s: list[float] = []
@@ -340,7 +330,9 @@ def test_forget_process_100k(
     run()  # warm-up pair (writes the bytecode cache too)
     restore()
     undo_s.clear()
-    help_s = statistics.median(run_wall([*hs_command(), "--help"], tmp_path)[0] for _ in range(5))
+    help_s = statistics.median(
+        run_wall([*bu.hs_command(), "--help"], tmp_path)[0] for _ in range(5)
+    )
     benchmark.pedantic(run, setup=restore, rounds=PROCESS_RUNS, iterations=1, warmup_rounds=0)
     assert holds(fs.store, t) == 0
     restore()

@@ -46,16 +46,6 @@ print(n)
 """
 
 
-def _hs_command() -> list[str]:
-    hs = Path(sys.executable).with_name("hs")
-    if hs.exists():
-        return [str(hs)]
-    found = shutil.which("hs")
-    if found:
-        return [found]
-    return [sys.executable, "-c", "from histstore.porcelain.cli import app; app()"]
-
-
 # argv: RESULT_FILE CMD...; runs CMD (stdio inherited) and writes its own rusage.
 WRAPPER = """
 import json, os, subprocess, sys, time
@@ -108,7 +98,7 @@ def test_import_1gb_peak_rss(benchmark: Any, tmp_path: Path) -> None:
         assert floor["code"] == 0, floor["stderr"]
         assert int(floor["stdout"].strip()) == c.stats.lines
 
-        hs = _hs_command()
+        hs = bu.hs_command()
         store = work / "store"
         init = run_child([*hs, "--store", str(store), "init"], work / "init.out")
         assert init["code"] == 0, init["stderr"]

@@ -211,16 +211,6 @@ def raw_query(conn: sqlite3.Connection, sql: str, args: list[Any]) -> int:
     return n
 
 
-def hs_command() -> list[str]:
-    hs = Path(sys.executable).with_name("hs")
-    if hs.exists():
-        return [str(hs)]
-    found = shutil.which("hs")
-    if found:
-        return [found]
-    return [sys.executable, "-c", "from histstore.porcelain.cli import main; main()"]
-
-
 def rg_command(text: str, path: Path) -> list[str]:
     """``rg -i`` for any of the query's words (as hs ORs them)."""
     args = ["rg", "-i"]
@@ -440,7 +430,14 @@ def test_recall_connect_100k(benchmark: Any, recall_100k: RecallStore) -> None:
 def test_recall_process_100k(
     benchmark: Any, recall_100k: RecallStore, text: str, tmp_path: Path
 ) -> None:
-    hs = [*hs_command(), "--store", str(recall_100k.root), "recall", "--everywhere", *text.split()]
+    hs = [
+        *bu.hs_command(),
+        "--store",
+        str(recall_100k.root),
+        "recall",
+        "--everywhere",
+        *text.split(),
+    ]
     out: dict[str, Any] = {}
 
     def run() -> None:
@@ -488,11 +485,11 @@ STARTUP: dict[str, tuple[str, Callable[[], list[str]], bool]] = {
         lambda: [sys.executable, "-c", "pass"],
         True,
     ),
-    "hs_help": ("hs --help", lambda: [*hs_command(), "--help"], True),
+    "hs_help": ("hs --help", lambda: [*bu.hs_command(), "--help"], True),
     "hs_help_env_bytecode": (
         "hs --help with this environment's bytecode setting "
         f"(PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})",
-        lambda: [*hs_command(), "--help"],
+        lambda: [*bu.hs_command(), "--help"],
         False,
     ),
 }
@@ -557,7 +554,7 @@ def test_recall_1m(benchmark: Any, tmp_path_factory: pytest.TempPathFactory) -> 
                 )
             conn.close()
             for text in PROCESS_QUERIES:
-                argv = [*hs_command(), "--store", str(rs.root), "recall", "--everywhere"]
+                argv = [*bu.hs_command(), "--store", str(rs.root), "recall", "--everywhere"]
                 argv += text.split()
                 hs_med = statistics.median(
                     [run_wall(argv, work)[0] for _ in range(max(3, PROCESS_RUNS // 2))]

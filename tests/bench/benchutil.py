@@ -117,3 +117,16 @@ def sizes_under(path: Path, suffix: str | None = None) -> int:
         for p in path.rglob("*")
         if p.is_file() and (suffix is None or p.name.endswith(suffix))
     )
+
+
+def hs_command() -> list[str]:
+    """The `hs` a person runs: the venv's script, else the one on PATH."""
+    import shutil
+
+    hs = Path(sys.executable).with_name("hs")
+    if hs.exists():
+        return [str(hs)]
+    found = shutil.which("hs")
+    if found:
+        return [found]
+    return [sys.executable, "-c", "from histstore.porcelain.cli import main; main()"]
