@@ -17,6 +17,7 @@ from .overlay import Overlay
 from .store import SessionRev, Store
 
 FORMATS = ("jsonl", "markdown")
+RECHECK = 200
 
 
 def exported_turns(
@@ -26,10 +27,14 @@ def exported_turns(
     project: str | None = None,
     since: str | None = None,
 ) -> Iterator[tuple[SessionRev, dict[str, Any]]]:
-    """(session, turn record) oldest first, exclusions left out."""
+    """(session, turn record) oldest first, exclusions left out. The overlay is
+    read again as the export goes (every ``RECHECK`` turns), so an exclusion
+    made while a long export runs holds for the turns not yet written."""
     overlay = Overlay.read(store)
     entries = log_entries(store, session=session, project=project, since=since)
-    for e in reversed(entries):
+    for i, e in enumerate(reversed(entries)):
+        if i and i % RECHECK == 0:
+            overlay = Overlay.read(store)
         if overlay.excludes(e.session.session_id, e.entry.turn_id):
             continue
         turn = expand_turn(store, load_turn(store, e.entry.object))
