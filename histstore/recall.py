@@ -831,10 +831,11 @@ class RecallIndex:
                 ranked = self._fts(conn, query, scope, since, k)
             # the overlay is merged at read time: a target forgotten a moment ago is
             # hidden even before the index has dropped its rows
-            hits = self._hits(conn, query, ranked, k, Overlay.read(self.store))
+            overlay = Overlay.read(self.store)
+            hits = self._hits(conn, query, ranked, k, overlay)
             if hits:
                 outcome = "found"
-            elif days is not None and self._any(conn, query, scope, use_like):
+            elif days is not None and self._any(conn, query, scope, use_like, overlay):
                 outcome = "no-match-in-days"
             else:
                 outcome = "no-match"
@@ -955,17 +956,33 @@ class RecallIndex:
         scored.sort()
         return [(-r, s) for s, r in scored[: k * 3]]
 
-    def _any(self, conn: sqlite3.Connection, query: Query, scope: str | None, like: bool) -> bool:
-        """Whether anything matches at all, ignoring the days window."""
+    def _any(
+        self,
+        conn: sqlite3.Connection,
+        query: Query,
+        scope: str | None,
+        like: bool,
+        overlay: Overlay,
+    ) -> bool:
+        """Whether any turn the overlay does not hide matches, ignoring the days
+        window (looking at the newest 50 matches: enough for the hint it gives)."""
         if like:
-            return bool(self._like(conn, query, scope, None, 1))
-        match = f"({query.fts()})"
-        if scope is not None:
-            match = f"proj : {proj_token(scope)} AND {match}"
-        return (
-            conn.execute("SELECT 1 FROM fts WHERE fts MATCH ? LIMIT 1", (match,)).fetchone()
-            is not None
-        )
+            rowids = [r for r, _ in self._like(conn, query, scope, None, 17)]
+        else:
+            rowids = [
+                r
+                for (r,) in conn.execute(
+                    "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT 50",
+                    (self._match(query.terms, scope),),
+                )
+            ]
+        for rowid in rowids:
+            row = conn.execute(
+                "SELECT session_id, turn_id FROM turn WHERE rowid = ?", (rowid,)
+            ).fetchone()
+            if row is not None and not (overlay and overlay.hides(row[0], row[1])):
+                return True
+        return False
 
     def _hits(
         self,

@@ -484,3 +484,15 @@ def test_show_of_a_forgotten_sessions_revision_object(filled: HS, store_path: Pa
     assert rev is not None
     r = filled("show", rev)
     assert "forgotten (exclusion since " in r.stdout and "turn-0001" not in r.stdout
+
+
+def test_the_days_hint_ignores_forgotten_turns(
+    filled: HS, store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows a failed swap left in the index never make recall say older turns match."""
+    with monkeypatch.context() as m:
+        m.setattr(RecallIndex, "holds", lambda self, **kw: 1)
+        m.setattr(RecallIndex, "swap", lambda self: self.status())  # the rows stay
+        assert filled("forget", "turn-0001", "--confirm", "turn-0001").exit_code == 9
+    out = filled.json_lines("recall", "--everywhere", "--json", "--days", "1", "4471")[0]
+    assert out["outcome"] == "no-match" and out["hits"] == []
