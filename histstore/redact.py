@@ -177,11 +177,17 @@ def marker(kind: str) -> str:
 
 
 def _bound(prefix: str) -> str:
-    """Lookbehinds, placed after ``prefix``, for where a bounded token may start."""
+    """Lookbehinds, placed after ``prefix``, for where a bounded token may start.
+
+    A backslash right before the token is refused only where it could make a
+    JSON escape with the token's first letter (``\\rk_live_`` is CR + text); a
+    token starting with any other letter may follow one (a Windows path
+    ``C:\\ghp_…`` in plain text, where no escape can be)."""
     lit = re.escape(prefix)
+    after_backslash = "" if prefix[:1] in "bfnrtu" else rf"|(?<=\\{lit})"
     return (
         rf"(?:(?<![\\A-Za-z0-9_]{lit})|(?<=\\[nrtbf]{lit})"
-        rf"|(?<=\\u[0-9A-Fa-f]{{4}}{lit})|(?<=[^\\]\\\\{lit}))"
+        rf"|(?<=\\u[0-9A-Fa-f]{{4}}{lit})|(?<=[^\\]\\\\{lit}){after_backslash})"
     )
 
 

@@ -431,3 +431,15 @@ def test_extra_pattern_cut_at_any_offset_keeps_json_valid(value: str) -> None:
                 back = json.loads(r(line))
                 assert back["n"] == [1, "x"]
                 assert "[REDACTED:custom]" in back["k"]
+
+
+def test_a_token_after_a_backslash_in_a_windows_path_is_found() -> None:
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    plain = f"C:\\Users\\dev\\{token}.txt"
+    assert token not in DEFAULT(plain)
+    line = json.dumps({"path": plain})
+    out = DEFAULT(line)
+    assert token not in out and json.loads(out)["path"].startswith("C:\\Users\\dev\\[REDACTED:")
+    # where the backslash makes an escape with the token's first letter, it is text
+    cr = json.dumps({"x": "\rk_live_" + "a" * 24})
+    assert DEFAULT(cr) == cr
