@@ -343,10 +343,7 @@ class RecallIndex:
             finally:
                 conn.close()
         except sqlite3.DatabaseError as e:
-            raise CorruptStore(
-                f"the recall index {path.name} is damaged ({e})",
-                hint="rebuild it with `hs plumbing index-build`",
-            ) from None
+            raise _damaged(path, e) from None
 
     @contextlib.contextmanager
     def _searching(self, path: Path) -> Iterator[sqlite3.Connection]:
@@ -362,10 +359,7 @@ class RecallIndex:
             yield self._reader[1]
         except sqlite3.DatabaseError as e:
             self.close()
-            raise CorruptStore(
-                f"the recall index {path.name} is damaged ({e})",
-                hint="rebuild it with `hs plumbing index-build`",
-            ) from None
+            raise _damaged(path, e) from None
 
     def close(self) -> None:
         if self._reader is not None:
@@ -551,13 +545,18 @@ class RecallIndex:
                     tmp.unlink()
                 raise
             conn.close()
-            fsync_file(tmp)
-            os.replace(tmp, final)
-            fsync_dir(self.dir)
-            atomic_write(self.dir / "CURRENT", (final.name + "\n").encode())
-            with contextlib.suppress(OSError):  # an old file that will not go is no failure
-                self._prune()
+            self._publish(tmp, final)
         return self.status()
+
+    def _publish(self, tmp: Path, final: Path) -> None:
+        """Make a finished generation durable, name it, point CURRENT at it, and
+        prune the old ones (with the index lock held)."""
+        fsync_file(tmp)
+        os.replace(tmp, final)
+        fsync_dir(self.dir)
+        atomic_write(self.dir / "CURRENT", (final.name + "\n").encode())
+        with contextlib.suppress(OSError):  # an old file that will not go is no failure
+            self._prune()
 
     def _prune(self) -> None:
         gens = self.generations()
@@ -565,9 +564,7 @@ class RecallIndex:
         for old in gens[:-KEEP]:
             if old == current:
                 continue
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    Path(str(old) + suffix).unlink()
+            _remove_db(old)
 
     def swap(self) -> IndexStatus:
         """A new generation that is the current one caught up to the refs log
@@ -594,26 +591,15 @@ class RecallIndex:
                     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 except _TooMuch:
                     conn.close()
-                    for suffix in ("", "-wal", "-shm"):
-                        with contextlib.suppress(FileNotFoundError):
-                            Path(str(tmp) + suffix).unlink()
+                    _remove_db(tmp)
                     return self.build()  # far behind: a whole new generation
                 finally:
                     conn.close()
-                for suffix in ("-wal", "-shm"):
-                    with contextlib.suppress(FileNotFoundError):
-                        Path(str(tmp) + suffix).unlink()
-                fsync_file(tmp)
-                os.replace(tmp, final)
+                _remove_db(tmp, main=False)  # checkpointed: all of it is in the main file
             except BaseException:
-                for suffix in ("", "-wal", "-shm"):
-                    with contextlib.suppress(FileNotFoundError):
-                        Path(str(tmp) + suffix).unlink()
+                _remove_db(tmp)
                 raise
-            fsync_dir(self.dir)
-            atomic_write(self.dir / "CURRENT", (final.name + "\n").encode())
-            with contextlib.suppress(OSError):  # an old file that will not go is no failure
-                self._prune()
+            self._publish(tmp, final)
         return self.status()
 
     def holds(self, session_id: str | None = None, turn_id: str | None = None) -> int:
@@ -667,19 +653,15 @@ class RecallIndex:
             if path is None:
                 if not self.store.session_refs():
                     return 0  # nothing recorded yet: no index needed
-                return self._build_locked_count()
+                return self.build().rows  # build() takes the (re-entrant) lock
             conn = self._connect(path, write=True)
             try:
                 return self._catch_up(conn)
             except _TooMuch:
                 conn.close()
-                return self._build_locked_count()
+                return self.build().rows  # build() takes the (re-entrant) lock
             finally:
                 conn.close()
-
-    def _build_locked_count(self) -> int:
-        # build() takes the (re-entrant) lock itself
-        return self.build().rows
 
     def _catch_up(self, conn: sqlite3.Connection) -> int:
         meta = self._meta(conn)
@@ -1028,6 +1010,20 @@ class RecallIndex:
             if len(hits) == k:
                 break
         return hits
+
+
+def _damaged(path: Path, e: Exception) -> CorruptStore:
+    return CorruptStore(
+        f"the recall index {path.name} is damaged ({e})",
+        hint="rebuild it with `hs plumbing index-build`",
+    )
+
+
+def _remove_db(path: Path, *, main: bool = True) -> None:
+    """A database file and SQLite's -wal and -shm beside it (or only those)."""
+    for suffix in ("", "-wal", "-shm") if main else ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            Path(str(path) + suffix).unlink()
 
 
 class _TooMuch(Exception):

@@ -150,6 +150,14 @@ def record(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         typer.echo(f"{what} turn {turn_id} (operation {rep.operation.op})")
 
 
+def _project_arg(project: str | None) -> str | None:
+    """--project as given, or, when it names a directory here, its absolute path
+    (views then compare project keys, so a subdirectory finds its work tree)."""
+    if project is not None and os.path.isdir(project):
+        return str(Path(project).resolve())
+    return project
+
+
 def _turn_summary(turn: dict[str, Any], object_id: str) -> dict[str, Any]:
     keys = (
         "turn_id",
@@ -197,8 +205,7 @@ def log(
         raise BadInput(f"-n {n}: give a count of 0 or more")
     store = open_store(ctx)
     since_ts = parse_since(since) if since else None
-    if project is not None and os.path.isdir(project):
-        project = str(Path(project).resolve())
+    project = _project_arg(project)
     entries = log_entries(store, session=session, project=project, since=since_ts)
     if n is not None:
         entries = entries[:n]
@@ -401,7 +408,7 @@ def recall(
     if everywhere:
         scope = None
     elif project is not None:
-        scope = str(Path(project).resolve()) if os.path.isdir(project) else project
+        scope = _project_arg(project)
     else:
         scope = project_key(os.getcwd())
     text = " ".join(query)
@@ -458,9 +465,13 @@ def recall(
             typer.echo(f"  {UNTRUSTED_LABEL}")
 
 
+def _on_terminal() -> bool:
+    return sys.stdin.isatty()
+
+
 def _confirm_target(target: Any, confirm: str | None, verb: str) -> str | None:
     """On a terminal without --confirm: show what will change and ask for the id."""
-    if confirm is not None or not sys.stdin.isatty():
+    if confirm is not None or not _on_terminal():
         return confirm
     what = f"{target.turns} turn{'s' if target.turns != 1 else ''}"
     typer.echo(f"{verb} {target.kind} {target.id}: {what} of session {target.session}", err=True)
@@ -595,8 +606,7 @@ def export(
     if fmt not in FORMATS:
         raise BadInput(f"unknown export format {fmt!r}", hint="use jsonl or markdown")
     store = open_store(ctx)
-    if project is not None and os.path.isdir(project):
-        project = str(Path(project).resolve())
+    project = _project_arg(project)
     since_ts = parse_since(since) if since else None
     turns = exported_turns(store, session=session, project=project, since=since_ts)
     if fmt == "jsonl":

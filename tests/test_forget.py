@@ -496,3 +496,19 @@ def test_the_days_hint_ignores_forgotten_turns(
         assert filled("forget", "turn-0001", "--confirm", "turn-0001").exit_code == 9
     out = filled.json_lines("recall", "--everywhere", "--json", "--days", "1", "4471")[0]
     assert out["outcome"] == "no-match" and out["hits"] == []
+
+
+def test_on_a_terminal_the_id_is_typed(
+    filled: HS, store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import histstore.porcelain.cli as cli
+
+    monkeypatch.setattr(cli, "_on_terminal", lambda: True)
+    before = snapshot(store_path)
+    r = filled("forget", SID_A, input="sess-aaaa\n")  # not the exact id
+    assert r.exit_code == 2 and "unconfirmed-target" in r.stderr
+    assert f"forget session {SID_A}: 2 turns of session {SID_A}" in r.stderr
+    assert "first prompt: the customer's invoice number is 4471 ocelot" in r.stderr
+    assert snapshot(store_path) == before
+    r = filled("forget", SID_A, input=f"{SID_A}\n")
+    assert r.exit_code == 0 and f"forgot session {SID_A}" in r.stdout
