@@ -30,7 +30,7 @@ def imports(folder: str) -> list[tuple[str, str]]:
 
 
 def test_library_imports_only_stdlib_and_its_dependencies() -> None:
-    allowed_third_party = {"blake3", "filelock", "tomli_w", "zstandard"}
+    allowed_third_party = {"blake3", "filelock", "tomli_w", "zstandard", "yaml"}
     for name, mod in imports("histstore"):
         top = mod.split(".")[0]
         assert top not in {"typer", "click", "rich"}, f"{name} imports {mod}"
