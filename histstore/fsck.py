@@ -140,8 +140,7 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
                 out.append(Finding("error", "object", str(e), object_id))
                 continue
             wanted += [(object_id, t.object, "turn") for t in rev.turns]
-            if rev.parent:
-                wanted.append((object_id, rev.parent, "session"))
+            wanted += [(object_id, p, "session") for p in rev.parents]
         elif kind == "marker":
             try:
                 Marker.from_json(obj)

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import FORMAT_VERSION, new_config, read_config, write_config
-from .errors import BadInput, CorruptObject, CorruptStore, Locked, NotFound
+from .errors import BadInput, CorruptObject, CorruptStore, NotFound
 from .objects import decode_json, is_object_id
 
 if TYPE_CHECKING:
@@ -61,9 +61,12 @@ class SessionRev:
     title: str | None
     turns: list[TurnEntry]
     parent: str | None = None
+    #: the second parent of a merge revision (sync): written only when set, so
+    #: every revision without one keeps its id
+    merged: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "session_id": self.session_id,
             "project": self.project,
             "agent": self.agent,
@@ -71,6 +74,13 @@ class SessionRev:
             "parent": self.parent,
             "turns": [t.as_json() for t in self.turns],
         }
+        if self.merged is not None:
+            d["merged"] = self.merged
+        return d
+
+    @property
+    def parents(self) -> list[str]:
+        return [p for p in (self.parent, self.merged) if p is not None]
 
     @classmethod
     def from_json(cls, d: Any) -> SessionRev:
@@ -82,6 +92,7 @@ class SessionRev:
                 agent=d["agent"],
                 title=d.get("title"),
                 parent=d.get("parent"),
+                merged=d.get("merged"),
                 turns=[
                     TurnEntry(t["turn_id"], t["object"], t["asked_at"], t.get("subagent"))
                     for t in d["turns"]
@@ -94,6 +105,8 @@ class SessionRev:
         ]
         if not all(isinstance(v, str) for v in texts):
             raise ValueError("not a session revision (a field is not a string)")
+        if not all(isinstance(p, str) for p in rev.parents):
+            raise ValueError("not a session revision (a parent is not an id)")
         return rev
 
 
@@ -117,6 +130,9 @@ class Store:
         self._redactor: Redactor | None = None
         self._lock: Any = None  # a filelock.FileLock, made by the first writer
         self.lock_timeout = lock_timeout()
+        #: told what a person should know that is no error (a lock taken over
+        #: from a dead process); the CLI prints it on stderr
+        self.notify: Callable[[str], None] | None = None
 
     # The parts are made on first use: a command imports and opens only what it
     # touches (hs recall needs neither the object store nor the redactor).
@@ -198,15 +214,25 @@ class Store:
         but not applied, so what it reads under the lock is the latest state."""
         import filelock  # writers only: readers never lock, and start-up stays lean
 
+        from .locking import acquire, clear_owner, write_owner
+
+        def make() -> Any:
+            return filelock.FileLock(str(self.root / "lock"))
+
         if self._lock is None:
-            self._lock = filelock.FileLock(str(self.root / "lock"))
-        try:
+            self._lock = make()
+        outer = not self._lock.is_locked
+        if outer:
+            # the owner record beside the lock (histstore/locking.py) tells a
+            # lock left by a dead process from a live one
+            self._lock = acquire(self._lock, self.root, self.lock_timeout, self.notify, make)
+            try:
+                write_owner(self.root)
+            except BaseException:
+                self._lock.release()
+                raise
+        else:
             self._lock.acquire(timeout=self.lock_timeout)
-        except filelock.Timeout:
-            raise Locked(
-                f"the store at {self.root} is locked by another writer",
-                hint="wait for the other hs command to finish, then try again",
-            ) from None
         try:
             done = self.refs.recover()
             if done is not None and any(c.ref.startswith("overlay/") for c in done.changes):
@@ -215,6 +241,8 @@ class Store:
                 write_views(self)
             yield
         finally:
+            if outer:
+                clear_owner(self.root)
             self._lock.release()
 
     # ------------------------------------------------------------ objects
