@@ -1,0 +1,818 @@
+"""Sync: make two stores hold the same history, memory and forgets (docs/sync.md).
+
+The other store (the *remote*) is a store directory like any other: a mounted
+disk, a network share. A sync between this store and a remote, in one or both
+directions:
+
+1. **Objects first.** For every ref of ``sessions/``, ``memory/`` and
+   ``overlay/`` whose value differs between the two sides, the objects its
+   value reaches (a session revision, its turns, their blobs, its parents; a
+   marker and its chain; a memory revision, its tree, its blobs, its parents)
+   are walked, stopping at every object the receiving side already has, and
+   copied: read through the sending store's ``get`` (which re-hashes), written
+   through the receiving store's batch (which hashes again; the ids must
+   agree), children before parents, made durable before any ref names them.
+   This bulk copy runs before the locks are taken, so a long first sync does
+   not hold up other writers.
+2. **Refs, under both locks.** Both stores' locks are taken in a fixed order
+   (by store id), the refs read again, the few objects that arrived meanwhile
+   copied, and each differing ref merged (:func:`merge_values`:
+   deterministic and symmetric, so every order of syncs converges). The
+   receiving side's refs move by compare-and-swap as ONE operation in its
+   refs log (the remote's first, then this store's, which also moves the
+   remote-tracking refs ``remotes/<name>/<ref>``).
+3. After a pull, this store's recall index follows (a generation swap when
+   overlay refs moved, else a catch-up), outside the locks.
+
+A ref present on one side only is copied to the other: sync never deletes a
+ref. A sync that finds nothing different moves no object and records no
+operation anywhere. This module never prints: what a person should know comes
+back in :class:`SyncReport`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .errors import BadInput, CorruptObject, HistError, NoStore, NotFound
+from .fsck import _blob_refs
+from .objects import canonical_json, decode_json, hash_object
+from .objectstore import Batch, ObjectStore
+from .refs import Operation, RefChange, check_component
+from .store import SessionRev, Store, TurnEntry
+from .turn import parse_time
+
+NAMESPACES = ("sessions/", "memory/", "overlay/")
+TRACKING = "remotes/"
+Progress = Callable[[int, int], None]  # (refs walked so far, refs to walk)
+
+
+# --------------------------------------------------------------------------- remotes
+
+
+@dataclass(frozen=True)
+class Remote:
+    name: str
+    path: Path
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "path": str(self.path)}
+
+
+def check_remote_name(name: str) -> str:
+    return check_component(name, "remote name")
+
+
+def remotes(store: Store) -> dict[str, Remote]:
+    """The remotes of ``config.toml`` (``[remotes.NAME] path = "..."``), by name."""
+    table = store.config.get("remotes", {})
+    if not isinstance(table, dict):
+        raise BadInput(f"{store.root / 'config.toml'}: [remotes] must be a table of remotes")
+    out = {}
+    for name, entry in sorted(table.items()):
+        path = entry.get("path") if isinstance(entry, dict) else None
+        if not isinstance(path, str) or not path:
+            raise BadInput(
+                f"{store.root / 'config.toml'}: remote {name!r} has no path",
+                hint=f"set [remotes.{name}] path, or `hs remote remove {name}`",
+            )
+        out[name] = Remote(name, Path(path))
+    return out
+
+
+def get_remote(store: Store, name: str) -> Remote:
+    check_remote_name(name)
+    found = remotes(store).get(name)
+    if found is None:
+        known = ", ".join(remotes(store)) or "none"
+        raise NotFound(
+            f"no remote {name!r} (remotes: {known})",
+            hint=f"add it with `hs remote add {name} PATH`",
+        )
+    return found
+
+
+def _same_place(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def add_remote(store: Store, name: str, path: Path) -> Remote:
+    """Record a remote in ``config.toml`` (under the store lock). The path need
+    not hold a store yet (``hs push --init`` makes one); it must not be a file."""
+    from .config import read_config, write_config
+
+    check_remote_name(name)
+    path = Path(path).expanduser().absolute()
+    if path.exists() and not path.is_dir():
+        raise BadInput(f"{path} is a file, not a store folder", hint="give a folder for the remote")
+    if _same_place(path, store.root):
+        raise BadInput(f"{path} is this store itself", hint="a remote is another store folder")
+    with store.lock():
+        config = read_config(store.root)
+        table = config.setdefault("remotes", {})
+        if name in table:
+            raise BadInput(
+                f"remote {name!r} already exists ({table[name].get('path')})",
+                hint=f"remove it first with `hs remote remove {name}`",
+            )
+        table[name] = {"path": str(path)}
+        write_config(store.root, config)
+        store.config = config
+    return Remote(name, path)
+
+
+def remove_remote(
+    store: Store, name: str, command: str = "hs remote remove"
+) -> tuple[Remote, Operation | None]:
+    """Forget a remote: its remote-tracking refs go (one operation), then its
+    entry in ``config.toml``. The remote store itself is not touched."""
+    from .config import read_config, write_config
+
+    remote = get_remote(store, name)
+    with store.lock():
+        prefix = f"{TRACKING}{name}/"
+        tracking = store.refs.list_refs(prefix)
+        op = store.apply(
+            [RefChange(ref, value, None) for ref, value in tracking.items()],
+            command,
+            extra={"kind": "remote-remove", "remote": name},
+        )
+        config = read_config(store.root)
+        config.get("remotes", {}).pop(name, None)
+        if not config.get("remotes"):
+            config.pop("remotes", None)
+        write_config(store.root, config)
+        store.config = config
+    return remote, op
+
+
+def open_remote(store: Store, remote: Remote, *, init: bool = False) -> tuple[Store, bool]:
+    """The remote's store (created when ``init``): (store, created)."""
+    path = remote.path
+    if path.exists() and not path.is_dir():
+        raise BadInput(f"remote {remote.name}: {path} is a file, not a store folder")
+    if _same_place(path, store.root):
+        raise BadInput(f"remote {remote.name}: {path} is this store itself")
+    if not (path / "config.toml").exists():
+        if not init:
+            raise NoStore(
+                f"no store at {path} (remote {remote.name})",
+                hint=f"`hs push {remote.name} --init` creates one there",
+            )
+        other, created = Store.init(path)
+    else:
+        other, created = Store.open(path), False
+    other.notify = store.notify
+    return other, created
+
+
+# --------------------------------------------------------------------------- the object graph
+
+
+def children(object_id: str, kind: str, payload: bytes) -> list[str]:
+    """The ids an object refers to (the objects a copy must bring with it)."""
+    if kind == "blob":
+        return []
+    d = decode_json(object_id, payload)
+    try:
+        if kind == "session":
+            return [t["object"] for t in d["turns"]] + [
+                p for p in (d.get("parent"), d.get("merged")) if p
+            ]
+        if kind == "turn":
+            return list(_blob_refs(d))
+        if kind == "marker":
+            return [d["parent"]] if d.get("parent") else []
+        if kind == "memrev":
+            return [d["tree"], *d.get("parents", [])]
+        if kind == "memtree":
+            return list(d["files"].values())
+    except (KeyError, TypeError, AttributeError):
+        raise CorruptObject(object_id, f"not a well-formed {kind}") from None
+    return []
+
+
+class _Presence:
+    """Whether the receiving store has an object: ``has`` per id, until many
+    misses show a big transfer (a first sync); then one listing of its ids."""
+
+    LIST_AFTER = 2000
+
+    def __init__(self, objects: ObjectStore) -> None:
+        self.objects = objects
+        self.ids: set[str] | None = None
+        self.misses = 0
+
+    def has(self, object_id: str) -> bool:
+        if self.ids is not None:
+            return object_id in self.ids
+        if self.objects.has(object_id):
+            return True
+        self.misses += 1
+        if self.misses >= self.LIST_AFTER:
+            self.ids = set(self.objects.iter_ids())
+            return object_id in self.ids
+        return False
+
+    def add(self, object_id: str) -> None:
+        if self.ids is not None:
+            self.ids.add(object_id)
+
+
+@dataclass
+class Moved:
+    objects: int = 0
+    bytes: int = 0
+
+    def as_json(self) -> dict[str, int]:
+        return {"objects": self.objects, "bytes": self.bytes}
+
+
+def walk_missing(
+    src: ObjectStore,
+    dst: _Presence,
+    roots: list[str],
+    emit: Callable[[str, str, bytes], None],
+    progress: Callable[[], None] | None = None,
+) -> None:
+    """Every object reachable from ``roots`` that ``dst`` lacks, children before
+    parents (so an interrupted copy never leaves an object without what it
+    names), each passed to ``emit`` once."""
+    seen: set[str] = set()
+    stack: list[tuple[str, str, bytes, list[str]]] = []
+
+    def enter(oid: str) -> None:
+        if oid in seen:
+            return
+        seen.add(oid)
+        if dst.has(oid):
+            return
+        kind, payload = src.get(oid)
+        stack.append((oid, kind, payload, children(oid, kind, payload)))
+
+    for root in roots:
+        enter(root)
+        while stack:
+            oid, kind, payload, kids = stack[-1]
+            if kids:
+                enter(kids.pop())
+            else:
+                stack.pop()
+                emit(oid, kind, payload)
+        if progress is not None:
+            progress()
+
+
+def _copier(batch: Batch, dst: _Presence, moved: Moved) -> Callable[[str, str, bytes], None]:
+    def emit(oid: str, kind: str, payload: bytes) -> None:
+        if batch.put(kind, payload) != oid:  # the codec hashed it again
+            raise CorruptObject(oid, "arrived with other content")
+        dst.add(oid)
+        moved.objects += 1
+        moved.bytes += len(payload)
+
+    return emit
+
+
+# --------------------------------------------------------------------------- merging
+
+
+class Objects:
+    """Reads an object from whichever of the stores has it (a merge reads both
+    sides' histories), and keeps the objects a merge makes until they are
+    written."""
+
+    def __init__(self, *stores: ObjectStore) -> None:
+        self.stores = stores
+        self.made: dict[str, tuple[str, bytes]] = {}
+
+    def get(self, object_id: str) -> tuple[str, bytes]:
+        if object_id in self.made:
+            return self.made[object_id]
+        for s in self.stores:
+            with contextlib.suppress(NotFound):
+                return s.get(object_id)
+        raise NotFound(f"no object {object_id} on either side")
+
+    def json(self, object_id: str, kind: str) -> Any:
+        k, payload = self.get(object_id)
+        if k != kind:
+            raise CorruptObject(object_id, f"expected a {kind}, found a {k}")
+        return decode_json(object_id, payload)
+
+    def make(self, kind: str, obj: Any) -> str:
+        payload = canonical_json(obj)
+        oid = hash_object(kind, payload)
+        self.made[oid] = (kind, payload)
+        return oid
+
+
+def _history(parents_of: Callable[[str], list[str]], start: str) -> dict[str, int]:
+    """Every revision reachable from ``start`` (itself included) -> its distance."""
+    depth = {start: 0}
+    todo = [start]
+    while todo:
+        nxt = []
+        for rev in todo:
+            for p in parents_of(rev):
+                if p not in depth:
+                    depth[p] = depth[rev] + 1
+                    nxt.append(p)
+        todo = nxt
+    return depth
+
+
+def _relate(
+    parents_of: Callable[[str], list[str]], a: str, b: str
+) -> tuple[str | None, str | None]:
+    """(the one of ``a``/``b`` that descends from the other, or None; the merge
+    base when neither does: the common ancestor nearest to both, by the sum of
+    its distances and then its id, so either side picks the same one)."""
+    ha = _history(parents_of, a)
+    if b in ha:
+        return a, None
+    hb = _history(parents_of, b)
+    if a in hb:
+        return b, None
+    common = set(ha) & set(hb)
+    base = min(common, key=lambda r: (ha[r] + hb[r], r)) if common else None
+    return None, base
+
+
+def _pick(a: Any, b: Any, base: Any, tie: Any) -> Any:
+    """Three-way for one field: the side that changed it, else ``tie``."""
+    if a == b:
+        return a
+    if a == base:
+        return b
+    if b == base:
+        return a
+    return tie
+
+
+def merge_sessions(objs: Objects, a: str, b: str) -> str:
+    """The revision a session ref moves to when the sides hold ``a`` and ``b``:
+    the descendant when one descends from the other, else a merge revision
+    (made in ``objs``) whose turns are the union of both sides', a turn both
+    sides changed differently taken from the later ``asked_at`` (then the
+    greater object id). The same object whichever side makes it."""
+
+    def load(rev: str) -> SessionRev:
+        try:
+            return SessionRev.from_json(objs.json(rev, "session"))
+        except ValueError as e:
+            raise CorruptObject(rev, str(e)) from None
+
+    cache: dict[str, SessionRev] = {}
+
+    def parents_of(rev: str) -> list[str]:
+        if rev not in cache:
+            cache[rev] = load(rev)
+        return cache[rev].parents
+
+    ahead, base_id = _relate(parents_of, a, b)
+    if ahead is not None:
+        return ahead
+    ra, rb = load(a), load(b)
+    rbase = load(base_id) if base_id else None
+    ta = {t.turn_id: t for t in ra.turns}
+    tb = {t.turn_id: t for t in rb.turns}
+    to = {t.turn_id: t for t in rbase.turns} if rbase else {}
+    turns: list[TurnEntry] = []
+    for tid in set(ta) | set(tb):
+        x, y = ta.get(tid), tb.get(tid)
+        if x is None or y is None:
+            turns.append(x or y)  # type: ignore[arg-type]
+            continue
+        later = max(x, y, key=lambda t: (t.asked_at, t.object))
+        turns.append(_pick(x, y, to.get(tid), later))
+    turns.sort(key=lambda t: (t.asked_at, t.turn_id))
+    first, second = sorted([a, b])
+    greater = rb if b > a else ra
+    merged = SessionRev(
+        session_id=ra.session_id,
+        project=_pick(ra.project, rb.project, rbase.project if rbase else None, greater.project),
+        agent=_pick(ra.agent, rb.agent, rbase.agent if rbase else None, greater.agent),
+        title=_pick(ra.title, rb.title, rbase.title if rbase else None, greater.title),
+        turns=turns,
+        parent=first,
+        merged=second,
+    )
+    return objs.make("session", merged.as_json())
+
+
+def _when(text: Any) -> datetime:
+    """A time of an object, for ordering; one that does not parse sorts first."""
+    try:
+        return parse_time(str(text))
+    except HistError:
+        return datetime.min.replace(tzinfo=UTC)
+
+
+def _marker_key(objs: Objects, marker: str) -> tuple[datetime, int, str]:
+    d = objs.json(marker, "marker")
+    depth = 0
+    p = d.get("parent")
+    seen = {marker}
+    while isinstance(p, str) and p not in seen:
+        seen.add(p)
+        depth += 1
+        try:
+            p = objs.json(p, "marker").get("parent")
+        except NotFound:
+            break
+    return _when(d.get("ts")), depth, marker
+
+
+def merge_markers(objs: Objects, a: str, b: str) -> str:
+    """The marker an overlay ref moves to: the later one (its ``ts``), then the
+    one further along its chain, then the greater id. A total order, so any
+    order of syncs ends on the same marker; the loser stays as an object."""
+    return max(a, b, key=lambda m: _marker_key(objs, m))
+
+
+@dataclass(frozen=True)
+class MemoryConflict:
+    scope: str
+    file: str
+    versions: list[str]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"scope": self.scope, "file": self.file, "versions": self.versions}
+
+    def message(self) -> str:
+        return (
+            f"memory conflict: {self.scope} {self.file}: both versions kept; "
+            "settle with hs memory restore"
+        )
+
+
+def merge_memory(objs: Objects, a: str, b: str) -> tuple[str, list[MemoryConflict]]:
+    """The memory revision a ``memory/<scope>`` ref moves to, and the files both
+    sides changed differently. One side descending from the other: that one.
+    Else a ``merge`` revision, per file three-way against the merge base; a
+    conflict takes the version of the revision with the later ``time`` (then
+    the greater id; a deletion loses to a modification) and is listed in the
+    revision's ``conflicts`` with both blob ids."""
+    revs: dict[str, Any] = {}
+
+    def rev(r: str) -> Any:
+        if r not in revs:
+            revs[r] = objs.json(r, "memrev")
+        return revs[r]
+
+    def parents_of(r: str) -> list[str]:
+        parents = rev(r).get("parents") or []
+        return [p for p in parents if isinstance(p, str)]
+
+    def files(r: str | None) -> dict[str, str]:
+        if r is None:
+            return {}
+        tree = objs.json(rev(r)["tree"], "memtree")
+        return dict(tree.get("files") or {})
+
+    ahead, base = _relate(parents_of, a, b)
+    if ahead is not None:
+        return ahead, []
+    fa, fb, fo = files(a), files(b), files(base)
+    ka = (_when(rev(a).get("time")), a)
+    kb = (_when(rev(b).get("time")), b)
+    later, earlier = (fa, fb) if ka > kb else (fb, fa)
+    scope = str(rev(a).get("scope"))
+    merged: dict[str, str] = {}
+    conflicts: list[MemoryConflict] = []
+    for name in sorted(set(fa) | set(fb) | set(fo)):
+        x, y, o = fa.get(name), fb.get(name), fo.get(name)
+        if x == y or y == o:
+            pick = x
+        elif x == o:
+            pick = y
+        else:
+            pick = later.get(name) or earlier.get(name)  # a deletion loses
+            versions = sorted(v for v in {x, y} if v is not None)
+            conflicts.append(MemoryConflict(scope, name, versions))
+        if pick is not None:
+            merged[name] = pick
+    tree = objs.make("memtree", {"files": merged})
+    newer = rev(a) if ka > kb else rev(b)
+    body: dict[str, Any] = {
+        "scope": scope,
+        "project": newer.get("project"),
+        "tree": tree,
+        "parents": sorted([a, b]),
+        "time": newer.get("time"),
+        "kind": "merge",
+        "message": "merge",
+    }
+    if conflicts:
+        body["conflicts"] = [{"file": c.file, "versions": c.versions} for c in conflicts]
+    return objs.make("memrev", body), conflicts
+
+
+def merge_values(
+    objs: Objects, ref: str, a: str | None, b: str | None
+) -> tuple[str | None, list[MemoryConflict]]:
+    """What a synced ref holds on both sides when one holds ``a`` and the other
+    ``b``: symmetric (``merge_values(b, a)`` is the same) and deterministic."""
+    if a == b or b is None:
+        return a, []
+    if a is None:
+        return b, []
+    if ref.startswith("sessions/"):
+        return merge_sessions(objs, a, b), []
+    if ref.startswith("overlay/"):
+        return merge_markers(objs, a, b), []
+    if ref.startswith("memory/"):
+        return merge_memory(objs, a, b)
+    raise BadInput(f"sync does not carry ref {ref}")
+
+
+# --------------------------------------------------------------------------- the sync
+
+
+@dataclass
+class SyncReport:
+    remote: str
+    path: str
+    direction: str  # "push" | "pull" | "sync"
+    dry_run: bool = False
+    initialized: bool = False
+    sent: Moved = field(default_factory=Moved)
+    received: Moved = field(default_factory=Moved)
+    made: int = 0  # merge objects made
+    remote_changes: list[RefChange] = field(default_factory=list)
+    local_changes: list[RefChange] = field(default_factory=list)
+    tracking_changes: list[RefChange] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)
+    memory_conflicts: list[MemoryConflict] = field(default_factory=list)
+    remote_operation: Operation | None = None
+    local_operation: Operation | None = None
+    index: str | None = None  # "swap" | "catch-up" after a pull that moved refs
+    index_error: str | None = None
+
+    @property
+    def nothing(self) -> bool:
+        return (
+            not self.sent.objects
+            and not self.received.objects
+            and not self.remote_changes
+            and not self.local_changes
+            and not self.tracking_changes
+        )
+
+    def memory_changes(self) -> list[dict[str, Any]]:
+        out = []
+        for side, changes in (("remote", self.remote_changes), ("local", self.local_changes)):
+            for c in changes:
+                if c.ref.startswith("memory/"):
+                    out.append({"side": side, **c.as_json()})
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "remote": self.remote,
+            "path": self.path,
+            "direction": self.direction,
+            "dry_run": self.dry_run,
+            "initialized": self.initialized,
+            "sent": self.sent.as_json(),
+            "received": self.received.as_json(),
+            "merge_objects": self.made,
+            "remote_changes": [c.as_json() for c in self.remote_changes],
+            "local_changes": [c.as_json() for c in self.local_changes],
+            "tracking_changes": len(self.tracking_changes),
+            "merged": self.merged,
+            "memory_changes": self.memory_changes(),
+            "memory_conflicts": [c.as_json() for c in self.memory_conflicts],
+            "remote_operation": self.remote_operation.op if self.remote_operation else None,
+            "local_operation": self.local_operation.op if self.local_operation else None,
+            "index": self.index,
+            "index_error": self.index_error,
+        }
+
+
+def synced_refs(store: Store) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for ns in NAMESPACES:
+        out.update(store.refs.list_refs(ns))
+    return out
+
+
+def _lock_key(store: Store) -> tuple[str, str]:
+    return str(store.config.get("store", {}).get("id", "")), str(store.root.resolve())
+
+
+@contextlib.contextmanager
+def both_locked(a: Store, b: Store) -> Iterator[None]:
+    """Both stores' locks, taken in one fixed order (by store id), so two
+    machines syncing with each other at once cannot deadlock."""
+    first, second = sorted((a, b), key=_lock_key)
+    with first.lock(), second.lock():
+        yield
+
+
+@dataclass
+class _Plan:
+    local: dict[str, str]
+    remote: dict[str, str]
+    differ: list[str]
+
+
+def _plan(local: Store, remote: Store) -> _Plan:
+    lo, re = synced_refs(local), synced_refs(remote)
+    differ = sorted(n for n in set(lo) | set(re) if lo.get(n) != re.get(n))
+    return _Plan(lo, re, differ)
+
+
+def _copy(
+    src: Store,
+    dst: Store,
+    roots: list[str],
+    moved: Moved,
+    progress: Callable[[], None] | None,
+    *,
+    dry_run: bool = False,
+) -> None:
+    presence = _Presence(dst.objects)
+    if dry_run:
+
+        def count(oid: str, kind: str, payload: bytes) -> None:
+            moved.objects += 1
+            moved.bytes += len(payload)
+
+        walk_missing(src.objects, presence, roots, count, progress)
+        return
+    with dst.objects.batch() as batch:
+        walk_missing(src.objects, presence, roots, _copier(batch, presence, moved), progress)
+
+
+def sync(
+    local: Store,
+    remote: Store,
+    name: str,
+    *,
+    push: bool = True,
+    pull: bool = True,
+    dry_run: bool = False,
+    command: str = "hs sync",
+    progress: Progress | None = None,
+    refresh_index: bool = True,
+) -> SyncReport:
+    """Sync ``local`` with ``remote`` (known to ``local`` as remote ``name``):
+    push sends what the remote lacks and moves its refs, pull the other way."""
+    check_remote_name(name)
+    if _same_place(local.root, remote.root):
+        raise BadInput(f"{remote.root} is this store itself")
+    direction = "sync" if push and pull else "push" if push else "pull"
+    report = SyncReport(name, str(remote.root), direction, dry_run=dry_run)
+
+    def roots(plan: _Plan) -> tuple[list[str], list[str]]:
+        send = [plan.local[n] for n in plan.differ if push and n in plan.local]
+        recv = [plan.remote[n] for n in plan.differ if pull and n in plan.remote]
+        return send, recv
+
+    def walker(total: int) -> Callable[[], None] | None:
+        if progress is None or not total:
+            return None
+        done = [0]
+
+        def step() -> None:
+            done[0] += 1
+            progress(done[0], total)
+
+        return step
+
+    # 1. the bulk of the objects, before any lock (objects need none)
+    if not dry_run:
+        plan = _plan(local, remote)
+        send, recv = roots(plan)
+        step = walker(len(send) + len(recv))
+        _copy(local, remote, send, report.sent, step)
+        _copy(remote, local, recv, report.received, step)
+
+    # 2. under both locks: what moved meanwhile, the merges, the refs
+    with both_locked(local, remote):
+        plan = _plan(local, remote)
+        send, recv = roots(plan)
+        _copy(local, remote, send, report.sent, None, dry_run=dry_run)
+        _copy(remote, local, recv, report.received, None, dry_run=dry_run)
+        objs = Objects(local.objects, remote.objects)
+        merged_value: dict[str, str | None] = {}
+        for n in plan.differ:
+            a, b = plan.local.get(n), plan.remote.get(n)
+            value, conflicts = merge_values(objs, n, a, b)
+            merged_value[n] = value
+            if value is not None and value not in (a, b):
+                report.merged.append(n)
+                report.memory_conflicts += conflicts
+            if push and value != b:
+                report.remote_changes.append(RefChange(n, b, value))
+            if pull and value != a:
+                report.local_changes.append(RefChange(n, a, value))
+        report.made = len(objs.made)
+        made_remote = {c.new for c in report.remote_changes if c.new} & set(objs.made)
+        made_local = {c.new for c in report.local_changes if c.new} & set(objs.made)
+        report.tracking_changes = _tracking(local, name, plan, report, made_local, pull)
+        if dry_run:
+            return report
+        # merge objects: into each side whose refs will name them (their
+        # children are all there by now)
+        for dst, ids in ((remote, made_remote), (local, made_local)):
+            if ids:
+                with dst.objects.batch() as batch:
+                    for oid in sorted(ids):
+                        kind, payload = objs.made[oid]
+                        batch.put(kind, payload)
+        peer = str(local.config.get("store", {}).get("id", ""))
+        if report.remote_changes:
+            report.remote_operation = remote.apply(
+                report.remote_changes,
+                command,
+                extra={"kind": "sync", "peer": peer, "direction": "in"},
+            )
+            if any(c.ref.startswith("overlay/") for c in report.remote_changes):
+                from .overlay import write_views
+
+                write_views(remote)
+        local_all = report.local_changes + report.tracking_changes
+        if local_all:
+            report.local_operation = local.apply(
+                local_all,
+                command,
+                extra={
+                    "kind": "sync",
+                    "remote": name,
+                    "peer": str(remote.config.get("store", {}).get("id", "")),
+                },
+            )
+            if any(c.ref.startswith("overlay/") for c in report.local_changes):
+                from .overlay import write_views
+
+                write_views(local)
+
+    # 3. this store's recall index follows what arrived
+    moved = [c for c in report.local_changes if c.ref.startswith(("sessions/", "overlay/"))]
+    if moved and refresh_index:
+        refresh_after_pull(local, report, any(c.ref.startswith("overlay/") for c in moved))
+    return report
+
+
+def _tracking(
+    local: Store, name: str, plan: _Plan, report: SyncReport, made_local: set[str], pull: bool
+) -> list[RefChange]:
+    """The moves of the remote-tracking refs ``remotes/<name>/<ref>``: each to what
+    the remote holds after this sync, where this store has that object (a push
+    whose value lost to the remote's own leaves its tracking ref as it was)."""
+    prefix = f"{TRACKING}{name}/"
+    tracking = local.refs.list_refs(prefix)
+    after = dict(plan.remote)
+    for c in report.remote_changes:
+        if c.new is not None:
+            after[c.ref] = c.new
+    local_values = set(plan.local.values())
+    out = []
+    for ref, value in sorted(after.items()):
+        old = tracking.get(prefix + ref)
+        if old == value:
+            continue
+        if value in made_local or value in local_values or pull:
+            pass  # here, or received (a pull brings every remote value)
+        elif not local.objects.has(value):
+            continue
+        out.append(RefChange(prefix + ref, old, value))
+    return out
+
+
+def refresh_after_pull(local: Store, report: SyncReport, markers_moved: bool) -> None:
+    """A generation swap when markers arrived (newly forgotten turns leave recall
+    at once), else a catch-up. The sync stands whatever happens here: a failure
+    is reported, and `hs recall` or the next write catches up."""
+    import sqlite3
+
+    from .recall import RecallIndex
+
+    index = RecallIndex(local)
+    try:
+        if markers_moved:
+            index.swap()
+            report.index = "swap"
+        else:
+            index.catch_up()
+            report.index = "catch-up"
+    except (HistError, sqlite3.Error, OSError) as e:
+        report.index_error = str(e)
+
+
+def connect(local: Store, name: str, *, init: bool = False) -> tuple[Remote, Store, bool]:
+    """The remote ``name`` of ``local``, opened (or created with ``init``)."""
+    remote = get_remote(local, name)
+    other, created = open_remote(local, remote, init=init)
+    return remote, other, created
