@@ -791,6 +791,23 @@ def _tracking(
     return out
 
 
+def preview_fresh(local: Store, remote: Remote) -> SyncReport:
+    """A dry run of the first push to a path with no store yet: everything the
+    synced refs reach would be sent, and every synced ref created."""
+    from .objectstore import MemoryObjectStore
+
+    report = SyncReport(remote.name, str(remote.path), "push", dry_run=True, initialized=True)
+    refs = synced_refs(local)
+
+    def count(oid: str, kind: str, payload: bytes) -> None:
+        report.sent.objects += 1
+        report.sent.bytes += len(payload)
+
+    walk_missing(local.objects, _Presence(MemoryObjectStore()), sorted(set(refs.values())), count)
+    report.remote_changes = [RefChange(n, None, v) for n, v in refs.items()]
+    return report
+
+
 def refresh_after_pull(local: Store, report: SyncReport, markers_moved: bool) -> None:
     """A generation swap when markers arrived (newly forgotten turns leave recall
     at once), else a catch-up. The sync stands whatever happens here: a failure

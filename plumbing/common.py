@@ -91,6 +91,7 @@ def store_path(ctx: typer.Context) -> Path:
 
 def open_store(ctx: typer.Context) -> Store:
     store = Store.open(store_path(ctx))
+    store.notify = lambda message: typer.echo(f"hs: {message}", err=True)
     ctx.call_on_close(store.close)
     return store
 

@@ -14,6 +14,7 @@ import typer
 from histstore.errors import BadInput
 from histstore.plumbing.cli import app as plumbing_app
 from histstore.plumbing.common import command_line, new_app, open_store, store_path
+from histstore.porcelain.sync_cli import register as register_sync_commands
 
 if TYPE_CHECKING:
     from histstore.fsck import Finding
@@ -746,6 +747,9 @@ def _size(n: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{n} B"
+
+
+register_sync_commands(app)  # hs remote, push, pull, sync (porcelain/sync_cli.py)
 
 
 def main() -> None:

@@ -1,0 +1,287 @@
+"""`hs remote`, `hs push`, `hs pull`, `hs sync`: the commands of docs/sync.md.
+
+Kept apart from porcelain/cli.py (which calls :func:`register`) so the sync
+commands change without touching the others."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from histstore.plumbing.common import command_line, new_app, open_store
+
+if TYPE_CHECKING:
+    from histstore.refs import RefChange
+    from histstore.store import Store
+    from histstore.sync import SyncReport
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object.")]
+DryRunOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run", "-n", help="Say what would move (objects, bytes, refs); write nothing."
+    ),
+]
+NameArg = Annotated[str, typer.Argument(metavar="NAME", help="The remote's name.")]
+SHOWN = 20  # ref changes listed per side before "and N more"
+BAR_AFTER = 50  # refs to walk before a progress bar is worth showing
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+class _Bar:
+    """A progress bar on stderr, made when a transfer turns out long enough."""
+
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label = label
+        self.enabled = enabled
+        self.bar: Any = None
+        self.done = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total < BAR_AFTER:
+            return
+        if self.bar is None:
+            self.bar = typer.progressbar(length=total, label=self.label, file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(done - self.done)
+        self.done = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+def _short(value: str | None) -> str:
+    return value[:12] if value else "(none)"
+
+
+def _print_changes(side: str, changes: list[RefChange], verb: str) -> None:
+    if not changes:
+        return
+    typer.echo(f"  {side}: {_plural(len(changes), 'ref')} {verb}")
+    for c in changes[:SHOWN]:
+        typer.echo(f"    {c.ref}: {_short(c.old)} -> {_short(c.new)}")
+    if len(changes) > SHOWN:
+        typer.echo(f"    and {len(changes) - SHOWN} more")
+
+
+def _print_report(rep: SyncReport) -> None:
+    where = f"{rep.remote} ({rep.path})"
+    if rep.dry_run:
+        typer.echo(f"dry run: {rep.direction} {where}; nothing written")
+        if rep.nothing:
+            typer.echo("  up to date: nothing would move")
+            return
+        if rep.initialized:
+            typer.echo(f"  would create a store at {rep.path}")
+        typer.echo(
+            f"  would send {_plural(rep.sent.objects, 'object')} ({_size(rep.sent.bytes)}), "
+            f"receive {_plural(rep.received.objects, 'object')} ({_size(rep.received.bytes)})"
+            + (f", make {_plural(rep.made, 'merge object')}" if rep.made else "")
+        )
+        _print_changes("remote", rep.remote_changes, "would move")
+        _print_changes("local", rep.local_changes, "would move")
+        if rep.merged:
+            typer.echo("  would merge: " + ", ".join(rep.merged[:SHOWN]))
+        for c in rep.memory_conflicts:
+            typer.echo("  would report " + c.message())
+        return
+    if rep.nothing:
+        typer.echo(f"{where} is up to date: nothing moved, no operation recorded")
+        return
+    verb = {"push": "pushed to", "pull": "pulled from", "sync": "synced with"}[rep.direction]
+    if rep.initialized:
+        typer.echo(f"created a store at {rep.path}")
+    typer.echo(
+        f"{verb} {where}: sent {_plural(rep.sent.objects, 'object')} ({_size(rep.sent.bytes)}), "
+        f"received {_plural(rep.received.objects, 'object')} ({_size(rep.received.bytes)})"
+    )
+    if rep.remote_operation:
+        typer.echo(
+            f"  remote: {_plural(len(rep.remote_changes), 'ref')} moved "
+            f"(operation {rep.remote_operation.op})"
+        )
+    if rep.local_operation:
+        parts = [f"{_plural(len(rep.local_changes), 'ref')} moved"] if rep.local_changes else []
+        if rep.tracking_changes:
+            parts.append(f"{_plural(len(rep.tracking_changes), 'remote-tracking ref')} moved")
+        typer.echo(f"  local: {', '.join(parts)} (operation {rep.local_operation.op})")
+    if rep.merged:
+        more = f" and {len(rep.merged) - SHOWN} more" if len(rep.merged) > SHOWN else ""
+        typer.echo("  merged: " + ", ".join(rep.merged[:SHOWN]) + more)
+    for c in rep.memory_conflicts:
+        typer.echo(c.message())
+
+
+def _run(
+    ctx: typer.Context,
+    name: str,
+    *,
+    push: bool,
+    pull: bool,
+    dry_run: bool,
+    json_out: bool,
+    init: bool = False,
+) -> None:
+    from histstore.sync import connect, get_remote, preview_fresh, sync
+
+    store = open_store(ctx)
+    remote = get_remote(store, name)
+    on_terminal = sys.stdin.isatty() and sys.stderr.isatty()
+    if push and not init and not (remote.path / "config.toml").exists():
+        if dry_run:
+            init = True  # a dry run only says what an --init push would do
+        elif on_terminal and not json_out and not remote.path.is_file():
+            init = typer.confirm(
+                f"no store at {remote.path} (remote {name}): create one there?",
+                default=False,
+                err=True,
+            )
+    if dry_run and push and not (remote.path / "config.toml").exists():
+        rep = preview_fresh(store, remote)
+    else:
+        _, other, created = connect(store, name, init=init and not dry_run)
+        ctx.call_on_close(other.close)
+        label = {(True, False): "pushing", (False, True): "pulling"}.get((push, pull), "syncing")
+        bar = _Bar(label, sys.stderr.isatty() and not json_out)
+        try:
+            rep = sync(
+                store,
+                other,
+                name,
+                push=push,
+                pull=pull,
+                dry_run=dry_run,
+                command=command_line(ctx, name),
+                progress=bar,
+            )
+        finally:
+            bar.close()
+        rep.initialized = created
+    if json_out:
+        typer.echo(json.dumps(rep.as_json(), ensure_ascii=False))
+    else:
+        _print_report(rep)
+    if rep.index_error:
+        typer.echo(
+            f"hs: warning: the recall index did not follow the pull ({rep.index_error}); "
+            "hint: the sync stands; `hs plumbing index-build` rebuilds the index",
+            err=True,
+        )
+
+
+def push(
+    ctx: typer.Context,
+    name: NameArg,
+    init: Annotated[
+        bool, typer.Option("--init", help="Create a store at the remote's path if none is there.")
+    ] = False,
+    dry_run: DryRunOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Send what the remote lacks and move its refs (merging where both changed)."""
+    _run(ctx, name, push=True, pull=False, dry_run=dry_run, json_out=json_out, init=init)
+
+
+def pull(
+    ctx: typer.Context, name: NameArg, dry_run: DryRunOpt = False, json_out: JsonOpt = False
+) -> None:
+    """Fetch what this store lacks from the remote and move this store's refs."""
+    _run(ctx, name, push=False, pull=True, dry_run=dry_run, json_out=json_out)
+
+
+def sync_cmd(
+    ctx: typer.Context, name: NameArg, dry_run: DryRunOpt = False, json_out: JsonOpt = False
+) -> None:
+    """Push and pull at once: both stores end with the same history, memory and forgets."""
+    _run(ctx, name, push=True, pull=True, dry_run=dry_run, json_out=json_out)
+
+
+def _remote_info(store: Store, remote: Any) -> dict[str, Any]:
+    from histstore.sync import TRACKING
+
+    out: dict[str, Any] = remote.as_json()
+    out["store"] = (remote.path / "config.toml").exists()
+    out["tracking_refs"] = len(store.refs.list_refs(f"{TRACKING}{remote.name}/"))
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    """Add the sync commands to the `hs` app."""
+    remote_app = new_app("The other stores this one syncs with: add, list, remove.")
+
+    @remote_app.command("add")
+    def remote_add(
+        ctx: typer.Context,
+        name: NameArg,
+        path: Annotated[str, typer.Argument(metavar="PATH", help="The remote store's folder.")],
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Remember another store folder under a name (it may not exist yet)."""
+        from pathlib import Path
+
+        from histstore.sync import add_remote
+
+        store = open_store(ctx)
+        remote = add_remote(store, name, Path(path))
+        info = _remote_info(store, remote)
+        if json_out:
+            typer.echo(json.dumps(info, ensure_ascii=False))
+            return
+        typer.echo(f"added remote {remote.name}: {remote.path}")
+        if not info["store"]:
+            typer.echo(f"  no store there yet: `hs push {remote.name} --init` creates one")
+
+    @remote_app.command("list")
+    def remote_list(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+        """The remotes: name, path, and whether a store is there."""
+        from histstore.sync import remotes
+
+        store = open_store(ctx)
+        found = remotes(store)
+        if not found and not json_out:
+            typer.echo("no remotes: add one with `hs remote add NAME PATH`")
+        for remote in found.values():
+            info = _remote_info(store, remote)
+            if json_out:
+                typer.echo(json.dumps(info, ensure_ascii=False))
+            else:
+                state = "" if info["store"] else "  (no store there yet)"
+                typer.echo(f"{remote.name}\t{remote.path}{state}")
+
+    @remote_app.command("remove")
+    def remote_remove(ctx: typer.Context, name: NameArg, json_out: JsonOpt = False) -> None:
+        """Forget a remote and its remote-tracking refs (the remote store is untouched)."""
+        from histstore.sync import remove_remote
+
+        store = open_store(ctx)
+        remote, op = remove_remote(store, name, command_line(ctx, name))
+        n = len(op.changes) if op else 0
+        if json_out:
+            out = remote.as_json()
+            out.update(tracking_refs_deleted=n, operation=op.op if op else None)
+            typer.echo(json.dumps(out, ensure_ascii=False))
+            return
+        what = f" ({_plural(n, 'remote-tracking ref')} deleted, operation {op.op})" if op else ""
+        typer.echo(f"removed remote {remote.name}{what}")
+
+    app.add_typer(remote_app, name="remote")
+    app.command("push")(push)
+    app.command("pull")(pull)
+    app.command("sync")(sync_cmd)
