@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import BadInput, CorruptObject, HistError, NoStore, NotFound
 from .fsck import _blob_refs
@@ -236,9 +236,17 @@ class Moved:
         return {"objects": self.objects, "bytes": self.bytes}
 
 
+class _Source(Protocol):
+    def get(self, object_id: str) -> tuple[str, bytes]: ...
+
+
+class _Has(Protocol):
+    def has(self, object_id: str) -> bool: ...
+
+
 def walk_missing(
-    src: ObjectStore,
-    dst: _Presence,
+    src: _Source,
+    dst: _Has,
     roots: list[str],
     emit: Callable[[str, str, bytes], None],
     progress: Callable[[], None] | None = None,
@@ -271,13 +279,17 @@ def walk_missing(
             progress()
 
 
-def _copier(batch: Batch, dst: _Presence, moved: Moved) -> Callable[[str, str, bytes], None]:
+def _copier(
+    batch: Batch, moved: Moved | None, dst: _Presence | None = None
+) -> Callable[[str, str, bytes], None]:
     def emit(oid: str, kind: str, payload: bytes) -> None:
         if batch.put(kind, payload) != oid:  # the codec hashed it again
             raise CorruptObject(oid, "arrived with other content")
-        dst.add(oid)
-        moved.objects += 1
-        moved.bytes += len(payload)
+        if dst is not None:
+            dst.add(oid)
+        if moved is not None:
+            moved.objects += 1
+            moved.bytes += len(payload)
 
     return emit
 
@@ -313,6 +325,21 @@ class Objects:
         oid = hash_object(kind, payload)
         self.made[oid] = (kind, payload)
         return oid
+
+
+class _Made:
+    """The objects a merge made, read like a store, to be written children
+    first; what they name that no merge made is in the store already."""
+
+    def __init__(self, objs: Objects, dst: ObjectStore) -> None:
+        self.made = objs.made
+        self.dst = dst
+
+    def get(self, object_id: str) -> tuple[str, bytes]:
+        return self.made[object_id]
+
+    def has(self, object_id: str) -> bool:
+        return object_id not in self.made or self.dst.has(object_id)
 
 
 def _history(parents_of: Callable[[str], list[str]], start: str) -> dict[str, int]:
@@ -651,7 +678,7 @@ def _copy(
         walk_missing(src.objects, presence, roots, count, progress)
         return
     with dst.objects.batch() as batch:
-        walk_missing(src.objects, presence, roots, _copier(batch, presence, moved), progress)
+        walk_missing(src.objects, presence, roots, _copier(batch, moved, presence), progress)
 
 
 def sync(
@@ -728,9 +755,8 @@ def sync(
         for dst, ids in ((remote, made_remote), (local, made_local)):
             if ids:
                 with dst.objects.batch() as batch:
-                    for oid in sorted(ids):
-                        kind, payload = objs.made[oid]
-                        batch.put(kind, payload)
+                    made = _Made(objs, dst.objects)
+                    walk_missing(made, made, sorted(ids), _copier(batch, None))
         peer = str(local.config.get("store", {}).get("id", ""))
         if report.remote_changes:
             report.remote_operation = remote.apply(

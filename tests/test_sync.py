@@ -1,0 +1,538 @@
+"""hs remote / push / pull / sync: the commands, incremental transfer, merging,
+undo of a pull, recall and export after a pull (docs/sync.md)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import HS, turn_record, write_turns
+from synctools import (
+    add_turns,
+    memory_files,
+    ops_count,
+    snapshot,
+    state,
+    turn_ids,
+    write_memory,
+)
+
+from histstore.forgetting import forget, resolve_target, unforget
+from histstore.fsck import fsck
+from histstore.objects import canonical_json, hash_object
+from histstore.overlay import Overlay
+from histstore.recall import RecallIndex
+from histstore.store import SessionRev, Store, TurnEntry
+from histstore.sync import (
+    Objects,
+    merge_markers,
+    merge_memory,
+    merge_sessions,
+    sync,
+    synced_refs,
+)
+
+
+@pytest.fixture
+def two(tmp_path: Path) -> tuple[Store, Store]:
+    a, _ = Store.init(tmp_path / "a")
+    b, _ = Store.init(tmp_path / "b")
+    yield a, b
+    a.close()
+    b.close()
+
+
+def clean(store: Store) -> None:
+    errors = [f for f in fsck(store) if f.severity == "error"]
+    assert errors == [], errors
+
+
+def cli(tmp_path: Path, *, remote_store: bool = False) -> tuple[HS, Path, Path]:
+    """A local store with three turns and the remote `lap` at tmp/b."""
+    hs = HS()
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert hs("-C", str(a), "init").exit_code == 0
+    recs = [turn_record(i, asked=f"question {i} about the ocelot cache") for i in range(3)]
+    r = hs("-C", str(a), "import", str(write_turns(tmp_path / "in.jsonl", recs)))
+    assert r.exit_code == 0, r.stderr
+    if remote_store:
+        assert hs("-C", str(b), "init").exit_code == 0
+    assert hs("-C", str(a), "remote", "add", "lap", str(b)).exit_code == 0
+    return hs, a, b
+
+
+# --------------------------------------------------------------------------- hs remote
+
+
+def test_remote_add_list_remove(tmp_path: Path) -> None:
+    hs, a, b = cli(tmp_path)
+    config = tomllib.loads((a / "config.toml").read_text())
+    assert config["remotes"] == {"lap": {"path": str(b)}}
+    r = hs("-C", str(a), "remote", "list")
+    assert r.exit_code == 0 and r.stdout == f"lap\t{b}  (no store there yet)\n"
+    out = hs.json_lines("-C", str(a), "remote", "list", "--json")
+    assert out == [{"name": "lap", "path": str(b), "store": False, "tracking_refs": 0}]
+    r = hs("-C", str(a), "push", "lap", "--init")
+    assert r.exit_code == 0, r.stderr
+    assert hs.json_lines("-C", str(a), "remote", "list", "--json")[0]["tracking_refs"] == 1
+    r = hs("-C", str(a), "remote", "remove", "lap")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith("removed remote lap (1 remote-tracking ref deleted, operation ")
+    with Store.open(a) as s:
+        assert s.refs.list_refs("remotes/") == {}
+        assert "remotes" not in s.config
+    assert (b / "config.toml").exists()  # the remote store is untouched
+    r = hs("-C", str(a), "remote", "list")
+    assert r.stdout.startswith("no remotes")
+
+
+@pytest.mark.parametrize(
+    "args,code,words",
+    [
+        (["remote", "add", "../up", "PATH"], 2, "remote name '../up' is not allowed"),
+        (["remote", "add", "a b", "PATH"], 2, "is not allowed"),
+        (["remote", "add", "lap", "PATH"], 2, "remote 'lap' already exists"),
+        (["remote", "add", "file", "FILE"], 2, "is a file, not a store folder"),
+        (["remote", "add", "self", "SELF"], 2, "is this store itself"),
+        (["remote", "remove", "nope"], 4, "no remote 'nope'"),
+        (["push", "nope"], 4, "no remote 'nope'"),
+        (["pull", "nope"], 4, "no remote 'nope'"),
+        (["sync", "nope"], 4, "no remote 'nope'"),
+        (["push", "lap"], 3, "no store at"),
+        (["pull", "lap"], 3, "no store at"),
+        (["sync", "lap"], 3, "no store at"),
+        (["push", "../x"], 2, "is not allowed"),
+    ],
+)
+def test_bad_input_is_one_line_and_changes_nothing(
+    tmp_path: Path, args: list[str], code: int, words: str
+) -> None:
+    hs, a, b = cli(tmp_path)
+    f = tmp_path / "a-file"
+    f.write_text("not a store")
+    args = [{"PATH": str(tmp_path / "c"), "FILE": str(f), "SELF": str(a)}.get(x, x) for x in args]
+    before = snapshot(a)
+    r = hs("-C", str(a), *args)
+    assert r.exit_code == code, (r.stdout, r.stderr)
+    assert r.stdout == ""
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.stderr.startswith("hs: error: ") and words in r.stderr, r.stderr
+    assert snapshot(a) == before
+    assert not b.exists()  # no store was made at the remote's path
+
+
+def test_push_without_a_store_says_how_to_make_one(tmp_path: Path) -> None:
+    hs, a, b = cli(tmp_path)
+    r = hs("-C", str(a), "push", "lap")
+    assert r.exit_code == 3
+    assert r.stderr == (
+        f"hs: error: no store at {b} (remote lap); hint: `hs push lap --init` creates one there\n"
+    )
+
+
+def test_remote_path_that_became_a_file(tmp_path: Path) -> None:
+    hs, a, b = cli(tmp_path)
+    b.write_text("a file now")
+    before = snapshot(a)
+    for cmd in ("push", "pull", "sync"):
+        r = (
+            hs("-C", str(a), cmd, "lap", "--init")
+            if cmd == "push"
+            else hs("-C", str(a), cmd, "lap")
+        )
+        assert r.exit_code == 2, r.stderr
+        assert "is a file, not a store folder" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert snapshot(a) == before and b.read_text() == "a file now"
+
+
+def test_push_init_then_the_remote_holds_everything(tmp_path: Path) -> None:
+    hs, a, b = cli(tmp_path)
+    r = hs("-C", str(a), "push", "lap", "--init", "--json")
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["initialized"] is True and out["direction"] == "push"
+    assert out["sent"]["objects"] == 4  # three turns and a session revision
+    assert out["received"] == {"objects": 0, "bytes": 0}
+    assert out["remote_operation"] and out["local_operation"]
+    assert [c["ref"] for c in out["remote_changes"]] == ["sessions/sess-a"]
+    with Store.open(a) as sa, Store.open(b) as sb:
+        assert synced_refs(sa) == synced_refs(sb)
+        assert sa.refs.list_refs("remotes/") == {
+            "remotes/lap/sessions/sess-a": synced_refs(sa)["sessions/sess-a"]
+        }
+        clean(sa)
+        clean(sb)
+        op = sb.operations()[-1]
+        assert op.command == "hs push lap" and op.extra["kind"] == "sync"
+
+
+def test_push_human_output_and_up_to_date(tmp_path: Path) -> None:
+    hs, a, b = cli(tmp_path, remote_store=True)
+    r = hs("-C", str(a), "push", "lap")
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith(f"pushed to lap ({b}): sent 4 objects (")
+    assert lines[0].endswith("received 0 objects (0 B)")
+    assert lines[1].startswith("  remote: 1 ref moved (operation ")
+    assert lines[2].startswith("  local: 1 remote-tracking ref moved (operation ")
+    assert r.stderr == ""
+    for cmd in ("push", "pull", "sync"):
+        r = hs("-C", str(a), cmd, "lap")
+        assert r.exit_code == 0
+        assert r.stdout == f"lap ({b}) is up to date: nothing moved, no operation recorded\n"
+
+
+def test_dry_run_writes_nothing_and_tells_what_would_move(tmp_path: Path) -> None:
+    hs, a, b = cli(tmp_path, remote_store=True)
+    hs("-C", str(b), "import", str(write_turns(tmp_path / "b.jsonl", [turn_record(9)])))
+    before_a, before_b = snapshot(a), snapshot(b)
+    r = hs("-C", str(a), "sync", "lap", "--dry-run", "--json")
+    assert r.exit_code == 0, r.stderr
+    dry = json.loads(r.stdout)
+    assert snapshot(a) == before_a and snapshot(b) == before_b
+    assert dry["dry_run"] is True and dry["merged"] == ["sessions/sess-a"]
+    r = hs("-C", str(a), "sync", "lap", "--dry-run")
+    assert r.stdout.startswith(f"dry run: sync lap ({b}); nothing written\n")
+    assert "would merge: sessions/sess-a" in r.stdout
+    real = json.loads(hs("-C", str(a), "sync", "lap", "--json").stdout)
+    for key in ("sent", "received", "merged", "merge_objects"):
+        assert dry[key] == real[key], key
+    assert [c["ref"] for c in dry["local_changes"]] == [c["ref"] for c in real["local_changes"]]
+    # a dry run of a first push to a path with no store
+    c = tmp_path / "c"
+    hs("-C", str(a), "remote", "add", "fresh", str(c))
+    r = hs("-C", str(a), "push", "fresh", "--dry-run", "--json")
+    out = json.loads(r.stdout)
+    assert out["initialized"] is True and out["sent"]["objects"] == 7 and not c.exists()
+
+
+def test_every_sync_command_has_help(tmp_path: Path) -> None:
+    hs = HS()
+    for cmd in (["remote"], ["push"], ["pull"], ["sync"], ["remote", "add"]):
+        r = hs(*cmd, "--help")
+        assert r.exit_code == 0 and "Usage" in r.stdout
+
+
+# --------------------------------------------------------------------------- incremental
+
+
+def test_a_sync_moves_only_what_is_new(two: tuple[Store, Store], tmp_path: Path) -> None:
+    a, b = two
+    add_turns(a, tmp_path, list(range(40)), session_id="s1")
+    add_turns(a, tmp_path, list(range(40, 60)), session_id="s2")
+    first = sync(a, b, "b")
+    assert first.sent.objects == 62  # 60 turns, 2 session revisions
+    ops_a, ops_b = ops_count(a.root), ops_count(b.root)
+    # nothing new: nothing moves, no operation anywhere
+    again = sync(a, b, "b")
+    assert again.nothing and again.sent.objects == again.received.objects == 0
+    assert (ops_count(a.root), ops_count(b.root)) == (ops_a, ops_b)
+    # N new turns into an existing session: N turn objects and one revision
+    n = 7
+    add_turns(a, tmp_path, list(range(100, 100 + n)), session_id="s1")
+    rep = sync(a, b, "b")
+    assert rep.sent.objects == n + 1 and rep.received.objects == 0
+    assert [c.ref for c in rep.remote_changes] == ["sessions/s1"]
+    # blobs come along: a turn with a long tool output and raw records
+    big = turn_record(
+        200,
+        session_id="s3",
+        raw=['{"x": 1}'],
+        steps=[{"type": "tool", "id": "t", "name": "Read", "input": {}, "output": "y" * 2000}],
+    )
+    add = write_turns(tmp_path / "big.jsonl", [big])
+    from histstore.importing import import_paths
+
+    import_paths(a, [add])
+    rep = sync(a, b, "b")
+    assert rep.sent.objects == 4  # the turn, its raw blob, its output blob, a revision
+    assert state(a) == state(b)
+    clean(a)
+    clean(b)
+
+
+def test_pull_moves_only_what_is_new(two: tuple[Store, Store], tmp_path: Path) -> None:
+    a, b = two
+    add_turns(b, tmp_path, list(range(10)), session_id="s1")
+    rep = sync(a, b, "b", push=False)
+    assert rep.received.objects == 11 and rep.sent.objects == 0 and rep.remote_operation is None
+    add_turns(b, tmp_path, [50, 51], session_id="s1")
+    rep = sync(a, b, "b", push=False)
+    assert rep.received.objects == 3
+    assert sync(a, b, "b", push=False).nothing
+
+
+# --------------------------------------------------------------------------- merging
+
+
+def test_sessions_recorded_on_both_sides_end_with_the_union(
+    two: tuple[Store, Store], tmp_path: Path
+) -> None:
+    a, b = two
+    add_turns(a, tmp_path, [1, 2], session_id="s")
+    sync(a, b, "b")
+    add_turns(a, tmp_path, [3, 4], session_id="s")
+    add_turns(b, tmp_path, [5, 6], session_id="s")
+    rep = sync(a, b, "b")
+    assert rep.merged == ["sessions/s"]
+    assert a.session_ref("s") == b.session_ref("s")
+    merged = a.session("s")
+    assert [t.turn_id for t in merged.turns] == [f"turn-000{i}" for i in range(1, 7)]
+    assert merged.merged is not None and merged.parent is not None
+    assert merged.parent < merged.merged
+    assert {merged.parent, merged.merged} == {c.old for c in rep.local_changes} | {
+        c.old for c in rep.remote_changes
+    }
+    # the next revision of either side builds on the merge, and syncs as a fast-forward
+    add_turns(b, tmp_path, [7], session_id="s")
+    rep = sync(a, b, "b")
+    assert rep.merged == [] and rep.received.objects == 2
+    clean(a)
+    clean(b)
+
+
+def _rev(sid: str, turns: list[TurnEntry], parent: str | None = None) -> dict[str, Any]:
+    return SessionRev(sid, "/p", "hs", None, turns, parent=parent).as_json()
+
+
+def test_session_merge_is_one_object_whichever_side_makes_it() -> None:
+    from histstore.objectstore import MemoryObjectStore
+
+    store = MemoryObjectStore()
+    objs = Objects(store)
+
+    def put(d: dict[str, Any]) -> str:
+        return store.put("session", canonical_json(d))
+
+    t1 = TurnEntry("t1", "1" * 64, "2026-01-01T00:00:00.000Z")
+    base = put(_rev("s", [t1]))
+    # the same turn revised differently on both sides: the later asked_at wins
+    x = TurnEntry("t2", "2" * 64, "2026-01-02T00:00:00.000Z")
+    y = TurnEntry("t2", "3" * 64, "2026-01-03T00:00:00.000Z")
+    t1b = TurnEntry("t1", "4" * 64, "2026-01-01T00:00:00.000Z")  # revised on one side only
+    a = put(_rev("s", [t1, x], parent=base))
+    b = put(_rev("s", [t1b, y], parent=base))
+    m1, m2 = merge_sessions(objs, a, b), merge_sessions(objs, b, a)
+    assert m1 == m2
+    rev = SessionRev.from_json(json.loads(objs.made[m1][1]))
+    assert rev.parent == min(a, b) and rev.merged == max(a, b)
+    assert [t.object for t in rev.turns] == ["4" * 64, "3" * 64]
+    # a fast-forward makes nothing
+    assert merge_sessions(objs, base, a) == a == merge_sessions(objs, a, base)
+    # a revision without a second parent keeps the id it always had
+    plain = _rev("s", [t1])
+    assert "merged" not in plain
+    assert hash_object("session", canonical_json(plain)) == base
+
+
+def test_marker_merge_later_wins_and_an_unforget_holds_everywhere(
+    two: tuple[Store, Store], tmp_path: Path
+) -> None:
+    a, b = two
+    add_turns(a, tmp_path, [1, 2], session_id="s")
+    sync(a, b, "b")
+    t = resolve_target(b, "turn-0001")
+    forget(b, t, mode="exclude", confirm=t.id)
+    sync(a, b, "b")
+    assert Overlay.read(a).excludes("s", "turn-0001") is not None
+    unforget(a, resolve_target(a, "turn-0001"), confirm="turn-0001")
+    rep = sync(a, b, "b")
+    assert [c.ref for c in rep.remote_changes] == ["overlay/turn-0001"]
+    assert Overlay.read(b).hides("s", "turn-0001") is None
+    assert state(a) == state(b)
+    # two markers for one target made apart: the later one wins on both sides
+    objs = Objects(a.objects, b.objects)
+    older = a.refs.read("overlay/turn-0001")
+    assert older is not None
+    forget(b, resolve_target(b, "turn-0002"), confirm="turn-0002")
+    forget(a, resolve_target(a, "turn-0002"), mode="exclude", confirm="turn-0002")
+    ma, mb = a.refs.read("overlay/turn-0002"), b.refs.read("overlay/turn-0002")
+    assert ma and mb
+    sync(a, b, "b")
+    objs = Objects(a.objects, b.objects)
+    assert merge_markers(objs, ma, mb) == merge_markers(objs, mb, ma) == ma
+    assert a.refs.read("overlay/turn-0002") == b.refs.read("overlay/turn-0002") == ma
+    assert a.objects.has(mb) and b.objects.has(mb)  # the loser stays as an object
+    clean(a)
+    clean(b)
+
+
+def test_memory_changed_on_both_sides_merges_per_file(
+    two: tuple[Store, Store], tmp_path: Path, hs: HS
+) -> None:
+    a, b = two
+    write_memory(a, "system", {"a.md": b"a0", "b.md": b"b0", "c.md": b"c0", "d.md": b"d0"})
+    sync(a, b, "b")
+    write_memory(
+        a,
+        "system",
+        {"a.md": b"a-left", "b.md": b"b0", "c.md": b"c-left", "d.md": b"d0"},
+        time="2026-03-02T10:00:00.000Z",
+    )
+    write_memory(
+        b,
+        "system",
+        # b.md changed here only, c.md changed on both sides, d.md deleted here
+        {"a.md": b"a0", "b.md": b"b-right", "c.md": b"c-right", "e.md": b"new"},
+        time="2026-03-03T10:00:00.000Z",
+    )
+    ra, rb = a.refs.read("memory/system"), b.refs.read("memory/system")
+    assert ra and rb
+    rep = sync(a, b, "b")
+    assert rep.merged == ["memory/system"]
+    assert [(c.scope, c.file) for c in rep.memory_conflicts] == [("system", "c.md")]
+    assert a.refs.read("memory/system") == b.refs.read("memory/system")
+    files = memory_files(a, "system")
+    # one side's change taken; the conflict takes the later revision's version;
+    # d.md was deleted on one side only
+    assert files == {"a.md": b"a-left", "b.md": b"b-right", "c.md": b"c-right", "e.md": b"new"}
+    rev = a.get_json(a.refs.read("memory/system") or "", "memrev")
+    assert rev["kind"] == "merge" and rev["message"] == "merge"
+    assert rev["parents"] == sorted([ra, rb]) and rev["time"] == "2026-03-03T10:00:00.000Z"
+    blobs = sorted(hash_object("blob", v) for v in (b"c-left", b"c-right"))
+    assert rev["conflicts"] == [{"file": "c.md", "versions": blobs}]
+    assert {m["side"] for m in rep.memory_changes()} == {"local", "remote"}
+    # both versions stay reachable as revisions
+    assert memory_files(a, "system") and a.objects.has(ra) and b.objects.has(ra)
+
+
+def test_memory_deletion_loses_to_a_modification() -> None:
+    from histstore.objectstore import MemoryObjectStore
+
+    store = MemoryObjectStore()
+    objs = Objects(store)
+
+    def rev(files: dict[str, bytes], parents: list[str], time: str) -> str:
+        blobs = {n: store.put("blob", v) for n, v in files.items()}
+        tree = store.put("memtree", canonical_json({"files": blobs}))
+        body = {
+            "scope": "system",
+            "project": None,
+            "tree": tree,
+            "parents": parents,
+            "time": time,
+            "kind": "write",
+            "message": "m",
+        }
+        return store.put("memrev", canonical_json(body))
+
+    base = rev({"x.md": b"0"}, [], "2026-01-01T00:00:00.000Z")
+    deleted = rev({}, [base], "2026-01-03T00:00:00.000Z")  # later, but a deletion
+    changed = rev({"x.md": b"1"}, [base], "2026-01-02T00:00:00.000Z")
+    m1, c1 = merge_memory(objs, deleted, changed)
+    m2, c2 = merge_memory(objs, changed, deleted)
+    assert m1 == m2 and c1 == c2
+    assert [(c.file, c.versions) for c in c1] == [("x.md", [hash_object("blob", b"1")])]
+    tree = json.loads(objs.made[json.loads(objs.made[m1][1])["tree"]][1])
+    assert tree == {"files": {"x.md": hash_object("blob", b"1")}}
+
+
+def test_a_memory_conflict_is_reported_by_the_command(tmp_path: Path) -> None:
+    hs, a, b = cli(tmp_path, remote_store=True)
+    with Store.open(a) as sa, Store.open(b) as sb:
+        write_memory(sa, "system", {"n.md": b"left"})
+        write_memory(sb, "system", {"n.md": b"right"}, time="2026-03-02T00:00:00.000Z")
+    r = hs("-C", str(a), "sync", "lap")
+    assert r.exit_code == 0, r.stderr
+    assert (
+        "memory conflict: system n.md: both versions kept; settle with hs memory restore\n"
+        in r.stdout
+    )
+    out = hs.json_lines("-C", str(a), "sync", "lap", "--json")[0]
+    assert out["memory_conflicts"] == []  # settled for sync: both hold the merge
+
+
+# --------------------------------------------------------------------------- undo, recall, export
+
+
+def test_undo_of_a_pull_takes_its_ref_changes_back(tmp_path: Path) -> None:
+    hs, a, b = cli(tmp_path, remote_store=True)
+    recs = [turn_record(i, session_id="s-b", asked=f"platypus question {i}") for i in range(3)]
+    hs("-C", str(b), "import", str(write_turns(tmp_path / "b.jsonl", recs)))
+    with Store.open(a) as sa:
+        before = sa.refs.list_refs()
+    r = hs("-C", str(a), "pull", "lap")
+    assert r.exit_code == 0, r.stderr
+    found = hs.json_lines("-C", str(a), "recall", "--everywhere", "--json", "platypus")[0]
+    assert len(found["hits"]) == 3
+    r = hs("-C", str(a), "undo")
+    assert r.exit_code == 0, r.stderr
+    with Store.open(a) as sa:
+        assert sa.refs.list_refs() == before
+        assert sa.operations()[-1].extra["kind"] == "undo"
+        clean(sa)
+    found = hs.json_lines("-C", str(a), "recall", "--everywhere", "--json", "platypus")[0]
+    assert found["hits"] == []
+    # the next pull brings it back
+    assert hs("-C", str(a), "pull", "lap").exit_code == 0
+    found = hs.json_lines("-C", str(a), "recall", "--everywhere", "--json", "platypus")[0]
+    assert len(found["hits"]) == 3
+
+
+def test_recall_after_a_pull_finds_new_turns_and_hides_newly_forgotten(
+    two: tuple[Store, Store], tmp_path: Path
+) -> None:
+    a, b = two
+    add_turns(a, tmp_path, [1, 2, 3], session_id="s")
+    RecallIndex(a).build()
+    sync(a, b, "b")
+    add_turns(b, tmp_path, [4], session_id="s", asked="a narwhal question")
+    t = resolve_target(b, "turn-0002")
+    forget(b, t, confirm=t.id)
+    gen_before = RecallIndex(a).status().generation
+    rep = sync(a, b, "b", push=False)
+    assert rep.index == "swap"
+    index = RecallIndex(a)
+    assert index.status().generation != gen_before
+    assert index.holds(turn_id="turn-0002") == 0  # gone from the index itself
+    assert [h.turn_id for h in index.search("narwhal").hits] == ["turn-0004"]
+    hits = {h.turn_id for h in index.search("login_user", k=10).hits}
+    assert hits == {"turn-0001", "turn-0003"}
+    # no marker moved: a catch-up
+    add_turns(b, tmp_path, [5], session_id="s")
+    assert sync(a, b, "b", push=False).index == "catch-up"
+    assert RecallIndex(a).holds(turn_id="turn-0005") == 1
+
+
+def test_an_exclusion_arriving_by_pull_never_shows(tmp_path: Path) -> None:
+    hs, a, b = cli(tmp_path, remote_store=True)
+    recs = [turn_record(i, session_id="s-b", asked=f"wombat secret {i}") for i in range(10, 13)]
+    hs("-C", str(b), "import", str(write_turns(tmp_path / "b.jsonl", recs)))
+    r = hs("-C", str(b), "forget", "turn-0011", "--confirm", "turn-0011", "--exclude")
+    assert r.exit_code == 0, r.stderr
+    r = hs("-C", str(a), "pull", "lap", "--json")
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)
+    # the marker lands in the same operation as the turns it hides
+    refs = {c["ref"] for c in out["local_changes"]}
+    assert {"sessions/s-b", "overlay/turn-0011"} <= refs
+    with Store.open(a) as sa:
+        op = sa.operations()[-1]
+        assert {"sessions/s-b", "overlay/turn-0011"} <= {c.ref for c in op.changes}
+        assert (sa.root / "overlay" / "exclusions.jsonl").read_text().count("turn-0011") == 1
+        clean(sa)
+    found = hs.json_lines("-C", str(a), "recall", "--everywhere", "--json", "-k", "10", "wombat")
+    assert sorted(h["turn_id"] for h in found[0]["hits"]) == ["turn-0010", "turn-0012"]
+    exported = hs("-C", str(a), "export").stdout
+    assert "turn-0011" not in exported and "wombat secret 11" not in exported
+    assert "wombat secret 12" in exported
+
+
+def test_remote_store_must_not_be_this_store(two: tuple[Store, Store]) -> None:
+    a, _ = two
+    from histstore.errors import BadInput
+
+    with pytest.raises(BadInput):
+        sync(a, Store.open(a.root), "self")
+
+
+def test_turn_ids_after_sync_both_ways(two: tuple[Store, Store], tmp_path: Path) -> None:
+    a, b = two
+    add_turns(a, tmp_path, [1], session_id="x")
+    add_turns(b, tmp_path, [2], session_id="y")
+    sync(a, b, "b")
+    assert turn_ids(a) == turn_ids(b) == {"turn-0001", "turn-0002"}
+    assert state(a) == state(b)
