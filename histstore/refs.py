@@ -25,7 +25,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -302,7 +302,7 @@ class RefStore:
             return
         atomic_write(path, (value + "\n").encode("ascii"), sync=sync, sync_dir=False)
 
-    def _apply_changes(self, op: Operation) -> None:
+    def _apply_changes(self, op: Operation, before_done: Callable[[], None] | None = None) -> None:
         # Many refs (an import touching thousands of sessions): write them all,
         # then flush the filesystem once. Few refs: fsync each file. Either way
         # each directory touched is fsynced before refs.applied says "done".
@@ -318,6 +318,8 @@ class RefStore:
         for d in dirs:
             if d.is_dir():
                 fsync_dir(d)
+        if before_done is not None:
+            before_done()  # derived files that must never lag the refs (overlay views)
         atomic_write(self.applied_path, (op.op + "\n").encode("ascii"))
 
     def recover(self) -> Operation | None:
@@ -343,11 +345,15 @@ class RefStore:
         command: str,
         *,
         extra: dict[str, Any] | None = None,
+        before_done: Callable[[], None] | None = None,
     ) -> Operation | None:
         """Compare-and-swap every change, log the operation, apply it.
 
         Must be called with the store lock held. Changes whose new value equals
         the old are dropped; with none left, nothing is written and None returned.
+        ``before_done`` runs once the ref files are written, before
+        ``refs.applied`` names the operation: a crash before it leaves the
+        operation to be rolled forward, so what it writes never lags the refs.
         """
         self.recover()
         names = [c.ref for c in changes]
@@ -381,5 +387,8 @@ class RefStore:
         op.op = op.derive_id()
         self.root.mkdir(parents=True, exist_ok=True)
         append_line(self.log_path, canonical_json(op.as_json()))
-        self._apply_changes(op)
+        if before_done is None:
+            self._apply_changes(op)
+        else:
+            self._apply_changes(op, before_done)
         return op

@@ -312,8 +312,20 @@ class Store:
         self, changes: list[RefChange], command: str, *, extra: dict[str, Any] | None = None
     ) -> Operation | None:
         """Move refs as one operation (lock held by the caller); the command line
-        is redacted before it reaches the refs log."""
-        return self.refs.apply(changes, self.redactor(command), extra=extra)
+        is redacted before it reaches the refs log. When overlay refs move, the
+        overlay views are rewritten before the operation counts as applied, so
+        a crash never leaves them behind the refs (the roll-forward rewrites
+        them)."""
+        before_done = None
+        if any(c.ref.startswith("overlay/") for c in changes):
+            from .overlay import write_views
+
+            def before_done() -> None:
+                write_views(self)
+
+        return self.refs.apply(
+            changes, self.redactor(command), extra=extra, before_done=before_done
+        )
 
     def operations(self) -> list[Operation]:
         return self.refs.operations()

@@ -764,10 +764,6 @@ def sync(
                 command,
                 extra={"kind": "sync", "peer": peer, "direction": "in"},
             )
-            if any(c.ref.startswith("overlay/") for c in report.remote_changes):
-                from .overlay import write_views
-
-                write_views(remote)
         local_all = report.local_changes + report.tracking_changes
         if local_all:
             report.local_operation = local.apply(
@@ -779,10 +775,6 @@ def sync(
                     "peer": str(remote.config.get("store", {}).get("id", "")),
                 },
             )
-            if any(c.ref.startswith("overlay/") for c in report.local_changes):
-                from .overlay import write_views
-
-                write_views(local)
 
     # 3. this store's recall index follows what arrived
     moved = [c for c in report.local_changes if c.ref.startswith(("sessions/", "overlay/"))]

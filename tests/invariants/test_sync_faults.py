@@ -1,0 +1,302 @@
+"""Sync under faults: killed at each step, run by two processes into one remote at
+once, and after a writer died holding a store's lock."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import HS
+from synctools import add_turns, state, turn_ids, write_memory
+
+from histstore.forgetting import forget, resolve_target
+from histstore.fsck import fsck
+from histstore.store import Store
+from histstore.sync import sync
+
+# The child syncs store A with store B both ways, dying at the chosen point as a
+# kill would (os._exit: no cleanup, no lock released by Python).
+CHILD = r"""
+import os, sys
+from pathlib import Path
+from histstore import objectstore, refs, sync as sync_mod
+from histstore.store import Store
+
+point = sys.argv[3]
+
+def die():
+    os._exit(9)
+
+if point == "mid-copy-loose":
+    real = objectstore.atomic_write
+    n = [0]
+    def atomic(path, data, **kw):
+        if "pack" not in str(path):
+            n[0] += 1
+            if n[0] == 3:
+                die()
+        return real(path, data, **kw)
+    objectstore.atomic_write = atomic
+elif point == "mid-copy-pack":
+    real = objectstore.atomic_write
+    def atomic(path, data, **kw):
+        if path.suffix == ".idx":
+            die()
+        return real(path, data, **kw)
+    objectstore.atomic_write = atomic
+elif point == "merge-objects":
+    def get(self, object_id):
+        die()
+    sync_mod._Made.get = get
+elif point in ("before-remote-log", "after-remote-log", "before-local-log", "after-local-log"):
+    real_append = refs.append_line
+    calls = [0]
+    nth = 1 if "remote" in point else 2
+    def append(path, line):
+        calls[0] += 1
+        if calls[0] == nth and point.startswith("before"):
+            die()
+        real_append(path, line)
+        if calls[0] == nth:
+            die()
+    refs.append_line = append
+elif point == "half-the-local-refs":
+    real_write = refs.RefStore._write_ref
+    def write_ref(self, name, value, *, sync):
+        if self.root == Path(sys.argv[1]) and name.startswith("remotes/"):
+            die()
+        return real_write(self, name, value, sync=sync)
+    refs.RefStore._write_ref = write_ref
+elif point == "before-local-applied":
+    real_atomic = refs.atomic_write
+    def atomic2(path, data, **kw):
+        if path.name == "refs.applied" and path.parent == Path(sys.argv[1]):
+            die()
+        return real_atomic(path, data, **kw)
+    refs.atomic_write = atomic2
+elif point == "before-index":
+    sync_mod.refresh_after_pull = lambda *a, **k: die()
+
+a = Store.open(Path(sys.argv[1]))
+b = Store.open(Path(sys.argv[2]))
+sync_mod.sync(a, b, "b")
+print("acknowledged", flush=True)
+"""
+
+POINTS = [
+    "mid-copy-loose",
+    "mid-copy-pack",
+    "merge-objects",
+    "before-remote-log",
+    "after-remote-log",
+    "before-local-log",
+    "after-local-log",
+    "half-the-local-refs",
+    "before-local-applied",
+    "before-index",
+]
+INSIDE_THE_LOCKS = POINTS[2:-1]
+
+
+def no_errors(store: Store) -> None:
+    errors = [f for f in fsck(store) if f.severity == "error"]
+    assert errors == [], errors
+
+
+def diverged(tmp_path: Path) -> tuple[Path, Path]:
+    """Two stores that synced once, then both changed: turns in one session on
+    both sides, 40 new turns on one side (a pack), a forget, memory on both."""
+    pa, pb = tmp_path / "a", tmp_path / "b"
+    a, _ = Store.init(pa)
+    b, _ = Store.init(pb)
+    add_turns(a, tmp_path, [1, 2], session_id="s")
+    write_memory(a, "system", {"m.md": b"0"})
+    sync(a, b, "b")
+    add_turns(a, tmp_path, [3, 4], session_id="s")
+    add_turns(a, tmp_path, list(range(100, 140)), session_id="big")
+    write_memory(a, "system", {"m.md": b"left"}, time="2026-03-02T00:00:00.000Z")
+    add_turns(b, tmp_path, [5, 6], session_id="s")
+    t = resolve_target(b, "turn-0001")
+    forget(b, t, mode="exclude", confirm=t.id)
+    write_memory(b, "system", {"m.md": b"right", "n.md": b"new"}, time="2026-03-03T00:00:00.000Z")
+    a.close()
+    b.close()
+    return pa, pb
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_a_sync_killed_at_each_step(tmp_path: Path, point: str) -> None:
+    pa, pb = diverged(tmp_path)
+    with Store.open(pa) as a, Store.open(pb) as b:
+        had_a, had_b = turn_ids(a), turn_ids(b)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(pa), str(pb), point],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 9, proc.stderr  # it died where it was told to
+    assert "acknowledged" not in proc.stdout
+    notices: list[str] = []
+    with Store.open(pa) as a, Store.open(pb) as b:
+        for s in (a, b):
+            no_errors(s)
+        # nothing acknowledged is lost
+        assert had_a <= turn_ids(a) and had_b <= turn_ids(b)
+        # the next sync completes, and both stores then agree
+        a.notify = b.notify = notices.append
+        sync(a, b, "b")
+        for s in (a, b):
+            no_errors(s)
+        assert state(a) == state(b)
+        assert turn_ids(a) == had_a | had_b
+        assert sync(a, b, "b").nothing
+    if point in INSIDE_THE_LOCKS:
+        # the child died holding the locks: its owner records say so
+        assert any("took over the lock of" in n for n in notices), notices
+
+
+# --------------------------------------------------------------------------- concurrency
+
+PUSHER = r"""
+import sys, time
+from pathlib import Path
+from histstore.store import Store
+from histstore.sync import sync
+
+go = Path(sys.argv[3])
+while not go.exists():
+    time.sleep(0.005)
+local, remote = Store.open(Path(sys.argv[1])), Store.open(Path(sys.argv[2]))
+rep = sync(local, remote, "hub", pull=False)
+print(len(rep.remote_changes), flush=True)
+"""
+
+
+def test_two_processes_pushing_into_one_remote_both_land(tmp_path: Path) -> None:
+    hub, _ = Store.init(tmp_path / "hub")
+    locals_ = []
+    for i in range(2):
+        s, _ = Store.init(tmp_path / f"l{i}")
+        add_turns(s, tmp_path, [10 * i + k for k in range(3)], session_id="shared")
+        add_turns(s, tmp_path, [100 + 10 * i + k for k in range(40)], session_id=f"own{i}")
+        locals_.append(s)
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", PUSHER, str(s.root), str(hub.root), str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for s in locals_
+    ]
+    time.sleep(0.3)  # both are waiting for the same moment
+    go.touch()
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    with Store.open(hub.root) as h:
+        no_errors(h)
+        assert set(h.session_refs()) == {"shared", "own0", "own1"}
+        want = {t.turn_id for s in locals_ for x in s.sessions() for t in x.turns}
+        assert turn_ids(h) == want
+        shared = {t.turn_id for t in h.session("shared").turns}
+        assert shared == {f"turn-{n:04d}" for n in (0, 1, 2, 10, 11, 12)}
+        assert [o.extra.get("kind") for o in h.operations()] == ["sync", "sync"]
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+HOLDER = r"""
+import os, sys, time
+from pathlib import Path
+from histstore.store import Store
+
+s = Store.open(Path(sys.argv[1]))
+with s.lock():
+    if sys.argv[2] == "die":
+        os._exit(0)
+    print("holding", flush=True)
+    time.sleep(60)
+"""
+
+
+def _cli_pair(tmp_path: Path) -> tuple[HS, Path, Path]:
+    hs = HS()
+    a, b = tmp_path / "a", tmp_path / "b"
+    hs("-C", str(a), "init")
+    hs("-C", str(b), "init")
+    with Store.open(a) as s:
+        add_turns(s, tmp_path, [1], session_id="s")
+    assert hs("-C", str(a), "remote", "add", "lap", str(b)).exit_code == 0
+    return hs, a, b
+
+
+def test_a_lock_left_by_a_dead_process_is_taken_over_with_a_message(tmp_path: Path) -> None:
+    hs, a, b = _cli_pair(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", HOLDER, str(b), "die"], timeout=60)
+    assert proc.returncode == 0
+    assert (b / "lock.owner").exists()  # its owner record stayed behind
+    r = hs("-C", str(a), "push", "lap")
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr.startswith(f"hs: took over the lock of {b}: its owner, process ")
+    assert f"on {socket.gethostname()}" in r.stderr and "is no longer running" in r.stderr
+    assert not (b / "lock.owner").exists()
+    r = hs("-C", str(a), "push", "lap")
+    assert r.stderr == ""
+
+
+def test_a_lock_that_outlived_its_dead_owner_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A share where a dead process's lock stays held: the lock is held (here by
+    a live helper), but the owner record names a process that is gone."""
+    hs, a, b = _cli_pair(tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(b), "hold"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        dead = _dead_pid()
+        (b / "lock.owner").write_text(
+            f'{{"pid": {dead}, "host": "{socket.gethostname()}", "time": "2026-01-01T00:00:00Z"}}'
+        )
+        monkeypatch.setenv("HS_LOCK_TIMEOUT", "0.5")
+        r = hs("-C", str(a), "push", "lap")
+        assert r.exit_code == 0, r.stderr
+        assert f"hs: took over the lock of {b}: its owner, process {dead}" in r.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_live_owner_the_lock_did_not_exclude_is_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A share without working locks: the flock is free, but the owner record
+    names a live process. The writer waits, then gives up with exit 6."""
+    hs, a, b = _cli_pair(tmp_path)
+    (b / "lock.owner").write_text(
+        f'{{"pid": {os.getppid()}, "host": "{socket.gethostname()}", "time": "t"}}'
+    )
+    monkeypatch.setenv("HS_LOCK_TIMEOUT", "0.3")
+    before = (b / "lock.owner").read_bytes()
+    r = hs("-C", str(a), "push", "lap")
+    assert r.exit_code == 6
+    assert f"is locked by another writer (process {os.getppid()}" in r.stderr
+    assert len(r.stderr.splitlines()) == 1
+    assert (b / "lock.owner").read_bytes() == before
+    # another host's record is never judged: the error says what to delete
+    (b / "lock.owner").write_text('{"pid": 1, "host": "elsewhere", "time": "t"}')
+    r = hs("-C", str(a), "push", "lap")
+    assert r.exit_code == 6 and f"delete {b / 'lock.owner'}" in r.stderr
