@@ -786,19 +786,21 @@ def sync(
 def _tracking(
     local: Store, name: str, plan: _Plan, report: SyncReport, made_local: set[str], pull: bool
 ) -> list[RefChange]:
-    """The moves of the remote-tracking refs ``remotes/<name>/<ref>``: each to what
-    the remote holds after this sync, where this store has that object (a push
-    whose value lost to the remote's own leaves its tracking ref as it was)."""
+    """The moves of the remote-tracking refs ``remotes/<name>/<ref>`` of the refs
+    this sync found different: each to what the remote holds after it, where
+    this store has that object (a push whose value lost to the remote's own
+    leaves its tracking ref as it was). Refs both sides already agreed on are
+    left alone, so a sync with nothing new records nothing."""
     prefix = f"{TRACKING}{name}/"
-    tracking = local.refs.list_refs(prefix)
-    after = dict(plan.remote)
+    after = {n: plan.remote.get(n) for n in plan.differ}
     for c in report.remote_changes:
-        if c.new is not None:
-            after[c.ref] = c.new
+        after[c.ref] = c.new
     local_values = set(plan.local.values())
     out = []
     for ref, value in sorted(after.items()):
-        old = tracking.get(prefix + ref)
+        if value is None:
+            continue  # sync never deletes a ref: the remote lacks it and keeps lacking it
+        old = local.refs.read(prefix + ref)
         if old == value:
             continue
         if value in made_local or value in local_values or pull:

@@ -199,7 +199,7 @@ def test_two_processes_pushing_into_one_remote_both_land(tmp_path: Path) -> None
     time.sleep(0.3)  # both are waiting for the same moment
     go.touch()
     for p in procs:
-        out, err = p.communicate(timeout=120)
+        _out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
     with Store.open(hub.root) as h:
         no_errors(h)
