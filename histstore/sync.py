@@ -653,6 +653,13 @@ class _Plan:
     differ: list[str]
 
 
+def _mark(store: Store) -> tuple[str | None, str | None]:
+    """(the newest operation in the refs log, the last one applied): any ref
+    change moves one of them."""
+    last = store.refs.last_operation()
+    return (last.op if last else None), store.refs.applied()
+
+
 def _plan(local: Store, remote: Store) -> _Plan:
     lo, re = synced_refs(local), synced_refs(remote)
     differ = sorted(n for n in set(lo) | set(re) if lo.get(n) != re.get(n))
@@ -717,18 +724,29 @@ def sync(
 
         return step
 
-    # 1. the bulk of the objects, before any lock (objects need none)
+    # 1. the refs as they are now, read without a lock (readers never lock);
+    #    with nothing different there is nothing to copy, merge or record
+    #    (unless an interrupted operation waits for a writer to complete it)
+    marks = (_mark(local), _mark(remote))
+    plan = _plan(local, remote)
+    interrupted = any(last != applied for last, applied in marks)
+    if not plan.differ and not (interrupted and not dry_run):
+        return report
+    send, recv = roots(plan)
     if not dry_run:
-        plan = _plan(local, remote)
-        send, recv = roots(plan)
+        # the bulk of the objects, before any lock (objects need none)
         step = walker(len(send) + len(recv))
         _copy(local, remote, send, report.sent, step)
         _copy(remote, local, recv, report.received, step)
 
-    # 2. under both locks: what moved meanwhile, the merges, the refs
-    with both_locked(local, remote):
-        plan = _plan(local, remote)
-        send, recv = roots(plan)
+    # 2. under both locks (a dry run reads only): what moved meanwhile, the
+    #    merges, the refs. Refs move only by logged operations, so when neither
+    #    log moved (and no interrupted operation was completed) the refs read
+    #    above still hold and need not be listed again.
+    with contextlib.nullcontext() if dry_run else both_locked(local, remote):
+        if not dry_run and (_mark(local), _mark(remote)) != marks:
+            plan = _plan(local, remote)
+            send, recv = roots(plan)
         _copy(local, remote, send, report.sent, None, dry_run=dry_run)
         _copy(remote, local, recv, report.received, None, dry_run=dry_run)
         objs = Objects(local.objects, remote.objects)
