@@ -71,6 +71,11 @@ def _short(value: str | None) -> str:
     return value[:12] if value else "(none)"
 
 
+def _on_terminal() -> bool:
+    """Whether a person is there to answer (stdin and stderr are a terminal)."""
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
 def _print_changes(side: str, changes: list[RefChange], verb: str) -> None:
     if not changes:
         return
@@ -143,7 +148,7 @@ def _run(
 
     store = open_store(ctx)
     remote = get_remote(store, name)
-    on_terminal = sys.stdin.isatty() and sys.stderr.isatty()
+    on_terminal = _on_terminal()
     if push and not init and not (remote.path / "config.toml").exists():
         if dry_run:
             init = True  # a dry run only says what an --init push would do

@@ -133,6 +133,43 @@ def test_push_without_a_store_says_how_to_make_one(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("answer", ["y", "n"])
+def test_on_a_terminal_push_asks_before_it_creates_a_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str
+) -> None:
+    import histstore.porcelain.sync_cli as sync_cli
+
+    hs, a, b = cli(tmp_path)
+    monkeypatch.setattr(sync_cli, "_on_terminal", lambda: True)
+    r = hs("-C", str(a), "push", "lap", input=f"{answer}\n")
+    assert f"no store at {b} (remote lap): create one there?" in r.stderr
+    if answer == "y":
+        assert r.exit_code == 0, r.stderr
+        assert (
+            f"created a store at {b}\npushed to lap" in r.stdout
+        )  # (the runner echoes the answer)
+        assert (b / "config.toml").exists()
+    else:
+        assert r.exit_code == 3 and "`hs push lap --init` creates one there" in r.stderr
+        assert not b.exists()
+
+
+def test_pull_and_sync_human_output(tmp_path: Path) -> None:
+    hs, a, b = cli(tmp_path, remote_store=True)
+    hs("-C", str(b), "import", str(write_turns(tmp_path / "b.jsonl", [turn_record(7)])))
+    r = hs("-C", str(a), "pull", "lap")
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith(f"pulled from lap ({b}): sent 0 objects (0 B), received 2 objects (")
+    assert lines[1].startswith("  local: 1 ref moved, 1 remote-tracking ref moved (operation ")
+    assert lines[2] == "  merged: sessions/sess-a"
+    assert len(lines) == 3 and r.stderr == ""
+    r = hs("-C", str(a), "sync", "lap")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith(f"synced with lap ({b}): sent 5 objects (")
+    assert "  remote: 1 ref moved (operation " in r.stdout
+
+
 def test_remote_path_that_became_a_file(tmp_path: Path) -> None:
     hs, a, b = cli(tmp_path)
     b.write_text("a file now")

@@ -211,6 +211,51 @@ def test_two_processes_pushing_into_one_remote_both_land(tmp_path: Path) -> None
         assert [o.extra.get("kind") for o in h.operations()] == ["sync", "sync"]
 
 
+MUTUAL = r"""
+import sys, time
+from pathlib import Path
+from histstore.store import Store
+from histstore.sync import sync
+
+go = Path(sys.argv[3])
+while not go.exists():
+    time.sleep(0.005)
+local, remote = Store.open(Path(sys.argv[1])), Store.open(Path(sys.argv[2]))
+for _ in range(5):
+    sync(local, remote, "peer")
+print("done", flush=True)
+"""
+
+
+def test_two_machines_syncing_with_each_other_at_once_cannot_deadlock(tmp_path: Path) -> None:
+    """A syncs with B while B syncs with A: each takes both locks in one order
+    (by store id), so neither waits for the other forever."""
+    a, _ = Store.init(tmp_path / "a")
+    b, _ = Store.init(tmp_path / "b")
+    add_turns(a, tmp_path, list(range(40)), session_id="s")
+    add_turns(b, tmp_path, list(range(40, 80)), session_id="s")
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", MUTUAL, str(x.root), str(y.root), str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for x, y in ((a, b), (b, a))
+    ]
+    time.sleep(0.3)
+    go.touch()
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and out.strip() == "done", err
+    with Store.open(a.root) as sa, Store.open(b.root) as sb:
+        no_errors(sa)
+        no_errors(sb)
+        assert state(sa) == state(sb)
+        assert len(sa.session("s").turns) == 80
+
+
 def _dead_pid() -> int:
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
