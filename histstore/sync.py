@@ -750,11 +750,9 @@ def sync(
         _copy(local, remote, send, report.sent, None, dry_run=dry_run)
         _copy(remote, local, recv, report.received, None, dry_run=dry_run)
         objs = Objects(local.objects, remote.objects)
-        merged_value: dict[str, str | None] = {}
         for n in plan.differ:
             a, b = plan.local.get(n), plan.remote.get(n)
             value, conflicts = merge_values(objs, n, a, b)
-            merged_value[n] = value
             if value is not None and value not in (a, b):
                 report.merged.append(n)
                 report.memory_conflicts += conflicts
