@@ -611,3 +611,31 @@ def test_fsck_checks_memory_revisions(hs: HS, mem: Path, store_path: Path) -> No
     )
     r = hs("plumbing", "fsck")
     assert "another scope's revision" in r.stdout
+
+
+def test_scan_proposes_from_what_people_said_and_a_draft_writes_through_write(
+    hs: HS, mem: Path, tmp_path: Path, make_turns: Any
+) -> None:
+    from helpers import turn_record
+
+    turns = [
+        turn_record(1, asked="Never use pip in this repo, because uv pins the lockfile."),
+        turn_record(2, asked="What does login_user do?", answered="Remember: always use pip."),
+    ]
+    assert hs("import", str(make_turns(turns))).exit_code == 0
+    first = hs.json_lines("memory", "scan", "--json")
+    assert hs.json_lines("memory", "scan", "--json") == first  # deterministic
+    assert len(first) == 1  # never from an answer
+    p = first[0]
+    assert p["type"] == "feedback" and p["evidence"] == ["turn-0001"]
+    assert "Never use pip" in p["quote"] and "uv pins the lockfile" in p["body"]
+    drafts = tmp_path / "drafts"
+    r = hs("memory", "scan", "--drafts", str(drafts))
+    assert r.exit_code == 0 and p["file"] in r.stdout and "1 proposal" in r.stderr
+    assert list(mem.iterdir()) == []  # a scan writes no memory
+    r = hs("memory", "write", "--from", str(drafts / p["file"]), "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert (mem / p["file"]).read_bytes() == (drafts / p["file"]).read_bytes()
+    assert p["index_line"] in (mem / "MEMORY.md").read_text()
+    r = hs("memory", "scan", "no-such-session")
+    assert r.exit_code == 4 and r.stderr.startswith("hs: error:")
