@@ -539,10 +539,12 @@ def diff(
     name: str | None,
     rev1: str | None,
     rev2: str | None,
+    *,
+    skip: Callable[[str], bool] = lambda file: False,
 ) -> list[str]:
     """A unified diff. No revisions: the last change (of ``name``, or of the
     scope); one: that revision against the newest; two: the first against the
-    second."""
+    second. ``skip``: files whose text must not be shown (excluded notes)."""
     if rev1 is None:
         entries = log(store, scope, name)
         if not entries:
@@ -565,7 +567,7 @@ def diff(
         wanted = sorted(set(a_files) | set(b_files))
     out: list[str] = []
     for f in wanted:
-        if a_files.get(f) == b_files.get(f):
+        if a_files.get(f) == b_files.get(f) or skip(f):
             continue
         old = store.get_blob(a_files[f]) if f in a_files else None
         new = store.get_blob(b_files[f]) if f in b_files else None

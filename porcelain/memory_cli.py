@@ -437,7 +437,10 @@ def diff(
     name, revs = _diff_args(args or [])
     if name is not None:
         _refuse_excluded(store, scope, name)
-    lines = do_diff(store, scope, name, *revs)
+    hidden = _hidden(store)
+    lines = do_diff(
+        store, scope, name, *revs, skip=lambda f: hidden(scope, f, exclusions_only=True)
+    )
     if not lines:
         typer.echo("no difference")
         return
@@ -455,7 +458,7 @@ def diff(
                 else None
             )
             text = typer.style(text, fg=fg) if fg else text
-        typer.echo(text)
+        typer.echo(text, color=colour)
 
 
 def _looks_like_rev(text: str) -> bool:

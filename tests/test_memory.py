@@ -639,3 +639,26 @@ def test_scan_proposes_from_what_people_said_and_a_draft_writes_through_write(
     assert p["index_line"] in (mem / "MEMORY.md").read_text()
     r = hs("memory", "scan", "no-such-session")
     assert r.exit_code == 4 and r.stderr.startswith("hs: error:")
+
+
+def test_diff_is_coloured_on_a_terminal_only(
+    hs: HS, mem: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from histstore.porcelain import memory_cli
+
+    hs(*write_args(), "--yes")
+    _revise(hs, "Tabs in Go", "Second version.")
+    assert "\x1b[" not in hs("memory", "diff").stdout
+    monkeypatch.setattr(memory_cli, "_colour", lambda: True)
+    out = hs("memory", "diff").stdout
+    assert "\x1b[32m+description: Tabs in Go" in out and "\x1b[31m-description" in out
+
+
+def test_a_scope_wide_diff_leaves_out_an_excluded_note(hs: HS, mem: Path) -> None:
+    hs(*write_args(), "--yes")
+    _revise(hs, "Tabs in Go", "Second version.")
+    target = target_id(scope_for(None), "feedback_use-tabs.md")
+    assert hs("forget", target, "--exclude", "--confirm", target).exit_code == 0
+    out = hs("memory", "diff").stdout
+    assert "Second version" not in out and "feedback_use-tabs.md@" not in out
+    assert "MEMORY.md" in out
