@@ -1191,3 +1191,45 @@ def search_notes(
             hits.append(NoteHit(scope, file, name, description, matched))
     hits.sort(key=lambda h: (-h.matched, h.scope.id, h.file))
     return hits[:k]
+
+
+# ---------------------------------------------------------------------- sync
+
+
+def follow(store: Store, scope: Scope, old_rev: str | None, new_rev: str) -> str | None:
+    """After a sync moved a scope's ref from ``old_rev`` to ``new_rev``: bring
+    the directory config.toml names for the scope along, as ``git pull`` does a
+    clean work tree — only when it still holds exactly ``old_rev``'s files (no
+    edit is ever overwritten). Returns what happened, for the person, or None
+    when the scope has no directory here."""
+    key = SYSTEM if scope.project is None else scope.project
+    if key not in configured_dirs(store):
+        return None
+    try:
+        mdir = memory_dir(store, scope, use_env=False)
+    except (BadInput, NotFound) as e:
+        return f"{scope.label} memory directory not updated: {e.message}"
+    before = load_tree(store, load_revision(store, old_rev).tree) if old_rev else {}
+    after = load_tree(store, load_revision(store, new_rev).tree)
+    with store.lock():
+        current = read_files(mdir.path)
+        recorded = {f: store.objects.put("blob", _redacted(store, d)) for f, d in current.items()}
+        if recorded != before:
+            return (
+                f"{mdir.path} has edits not recorded: left as it is; record them with "
+                "`hs memory snapshot`, then sync again"
+            )
+        changed = 0
+        for f in sorted(set(before) | set(after)):
+            if before.get(f) == after.get(f):
+                continue
+            path = _inside(mdir.path, f)
+            if f in after:
+                atomic_write(path, store.get_blob(after[f]))
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            changed += 1
+        if changed:
+            fsync_dir(mdir.path)
+    return f"{mdir.path}: {changed} file{'s' if changed != 1 else ''} updated" if changed else None

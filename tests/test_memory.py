@@ -662,3 +662,46 @@ def test_a_scope_wide_diff_leaves_out_an_excluded_note(hs: HS, mem: Path) -> Non
     out = hs("memory", "diff").stdout
     assert "Second version" not in out and "feedback_use-tabs.md@" not in out
     assert "MEMORY.md" in out
+
+
+def test_follow_brings_a_clean_directory_along_and_never_overwrites_edits(
+    hs: HS, tmp_path: Path, store: Store
+) -> None:
+    d = tmp_path / "sysmem"
+    d.mkdir()
+    assert hs("memory", "dir", "--set", str(d)).exit_code == 0
+    hs(*write_args(), "--memory-dir", str(d), "--yes")
+    store = Store.open(store.root)
+    scope = scope_for(None)
+    old = memory.head(store, scope)
+    v1 = files_of(d)
+    r = hs(
+        "memory",
+        "write",
+        "--revise",
+        "use-tabs",
+        "--name",
+        "Use tabs",
+        "--description",
+        "Tabs in Go",
+        "--body",
+        "Second." + WHY,
+        "--memory-dir",
+        str(d),
+        "--yes",
+    )
+    assert r.exit_code == 0, r.stderr
+    new = memory.head(store, scope)
+    v2 = files_of(d)
+    # as if another machine's revision arrived: the directory still holds `old`
+    for name, data in v1.items():
+        (d / name).write_bytes(data)
+    assert new is not None
+    msg = memory.follow(store, scope, old, new)
+    assert msg is not None and "2 files updated" in msg
+    assert files_of(d) == v2
+    # an edit not recorded is never overwritten
+    (d / "feedback_use-tabs.md").write_text("hand edit\n")
+    msg = memory.follow(store, scope, new, old)  # type: ignore[arg-type]
+    assert msg is not None and "edits not recorded" in msg
+    assert (d / "feedback_use-tabs.md").read_text() == "hand edit\n"
