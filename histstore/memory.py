@@ -41,7 +41,7 @@ from . import memrules
 from .clock import now_rfc3339
 from .errors import BadInput, Conflict, HistError, NotFound
 from .fsutil import atomic_write, fsync_dir
-from .objects import canonical_json, is_id_prefix
+from .objects import canonical_json, hash_object, is_id_prefix
 from .refs import Operation, RefChange
 from .store import Store
 
@@ -1213,7 +1213,7 @@ def follow(store: Store, scope: Scope, old_rev: str | None, new_rev: str) -> str
     after = load_tree(store, load_revision(store, new_rev).tree)
     with store.lock():
         current = read_files(mdir.path)
-        recorded = {f: store.objects.put("blob", _redacted(store, d)) for f, d in current.items()}
+        recorded = {f: hash_object("blob", _redacted(store, d)) for f, d in current.items()}
         if recorded != before:
             return (
                 f"{mdir.path} has edits not recorded: left as it is; record them with "
