@@ -210,7 +210,7 @@ class ForgetResult:
             "ts": self.marker.ts,
             "marker": self.marker_id,
             "operation": self.operation.op if self.operation else None,
-            "rebuilt": self.changed,
+            "rebuilt": self.changed and self.target.kind != "memory",
             "generation": self.generation,
         }
 

@@ -51,6 +51,8 @@ DEFAULT_INDEX_WARN_TOKENS = 2500
 #: the system scope's note that says who the person is (hs memory prompt)
 IDENTITY_FILE = "user_identity.md"
 INDEX_FILE = "MEMORY.md"
+#: the revision kinds that changed files in the directory (undo puts them back)
+FILE_KINDS = ("write", "restore")
 
 
 class WriteBlocked(HistError):
@@ -128,14 +130,19 @@ def _in_version_control(path: Path) -> bool:
 
 
 def memory_dir(
-    store: Store, scope: Scope, given: Path | None = None, *, use_env: bool = True
+    store: Store,
+    scope: Scope,
+    given: Path | None = None,
+    *,
+    use_env: bool = True,
+    given_as: str = "--memory-dir",
 ) -> MemoryDir:
     """``--memory-dir``, else ``$MEMORY_DIR``, else the folder config.toml names.
 
     Every path is untrusted: one inside a git work tree (not ignored) is
     refused, and a missing directory is never created here."""
     if given is not None:
-        raw, source = str(given), "--memory-dir"
+        raw, source = str(given), given_as
     elif use_env and os.environ.get("MEMORY_DIR"):
         raw, source = os.environ["MEMORY_DIR"], "MEMORY_DIR"
     else:
@@ -276,9 +283,11 @@ def read_files(directory: Path) -> dict[str, bytes]:
     for entry in sorted(os.scandir(directory), key=lambda e: e.name):
         if entry.name.startswith(".") or not entry.name.lower().endswith(".md"):
             continue
-        if entry.is_symlink():
+        if entry.is_symlink() and not Path(entry.path).resolve().is_relative_to(
+            directory.resolve()
+        ):
             raise BadInput(
-                f"{entry.name} in {directory} is a symlink",
+                f"{entry.name} in {directory} is a symlink leading outside it",
                 hint="memory files must be regular files inside the directory",
             )
         if entry.is_file():
@@ -571,6 +580,11 @@ def diff(
             continue
         old = store.get_blob(a_files[f]) if f in a_files else None
         new = store.get_blob(b_files[f]) if f in b_files else None
+        if memrules.is_index_name(f):
+            old = drop_index_lines(old, skip) if old is not None else None
+            new = drop_index_lines(new, skip) if new is not None else None
+            if old == new:
+                continue
         a_label = f"a/{f}@{a.id[:12]}" if a and f in a_files else "/dev/null"
         b_label = f"b/{f}@{b.id[:12]}" if f in b_files else "/dev/null"
         out.extend(unified(old, new, a_label, b_label))
@@ -663,6 +677,17 @@ def near_duplicates(
     return out
 
 
+def drop_index_lines(data: bytes, hidden: Callable[[str], bool]) -> bytes:
+    """An index without the lines of the notes ``hidden`` names (exclusions:
+    not even a note's name and description are handed out)."""
+    out = []
+    for line in data.decode("utf-8", "replace").splitlines(keepends=True):
+        m = re.search(r"\]\(([^)]+)\)", line)
+        if m is None or not hidden(m.group(1)):
+            out.append(line)
+    return "".join(out).encode("utf-8")
+
+
 def index_file(directory: Path) -> str:
     """The directory's index: ``MEMORY.md``, else another name in any case
     (``memory.md``, ``INDEX.md``) that is there, else ``MEMORY.md`` (created)."""
@@ -729,6 +754,7 @@ def plan_write(
 ) -> WritePlan:
     """Everything a write will do, checked before anything is written. ``text``:
     the note's whole content (a restore), else rendered from the fields."""
+    index_warn_tokens(store)  # a bad setting is refused before anything is written
     directory = mdir.path
     target_file: str | None = None
     if revise is not None:
@@ -938,7 +964,8 @@ class _Blocked(HistError):
 
 def _check_written(plan: WritePlan, before: list[memrules.Violation]) -> list[str]:
     """Read both files back and check every rule: what this write broke."""
-    problems = []
+    after = memrules.check_dir(plan.mdir.path)
+    problems = [f"{v.rule}: {v}" for v in _new_violations(before, after)]
     if plan.path.read_bytes() != plan.text.encode("utf-8"):
         problems.append(f"{plan.file} does not read back as written")
     if plan.index_path.read_bytes() != plan.index_new:
@@ -948,8 +975,6 @@ def _check_written(plan: WritePlan, before: list[memrules.Violation]) -> list[st
     entries, _ = memrules.parse_index(plan.index_path.name, plan.index_path.read_bytes())
     if sum(1 for e in entries if e.file == plan.file) != 1:
         problems.append(f"index-entry: {plan.index_path.name} does not list {plan.file} once")
-    after = memrules.check_dir(plan.mdir.path)
-    problems += [f"{v.rule}: {v}" for v in _new_violations(before, after)]
     return problems
 
 
@@ -1002,6 +1027,10 @@ def undo_files(store: Store, op: Operation, inverse: list[RefChange]) -> Callabl
     mem = [c for c in inverse if c.ref.startswith(PREFIX)]
     directory = op.extra.get("dir")
     if not mem or not isinstance(directory, str):
+        return None
+    if op.extra.get("memory_kind") not in FILE_KINDS:
+        # a snapshot recorded what was on disk and changed no file: undoing it
+        # un-records it and leaves the directory alone
         return None
     path = Path(directory)
     if not path.is_dir():

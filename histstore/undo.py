@@ -57,8 +57,9 @@ def undo(store: Store, op_id: str | None = None, *, command: str = "hs undo") ->
         # its files go back with the refs
         files_back = undo_files(store, target, inverse)
         extra = {"kind": "undo", "undoes": target.op}
-        if "dir" in target.extra:
-            extra["dir"] = target.extra["dir"]
+        for key in ("dir", "memory_kind"):
+            if key in target.extra:
+                extra[key] = target.extra[key]
         op = store.apply(inverse, f"{command} {target.op}", extra=extra)
         if op is None:
             raise BadInput(f"operation {target.op} changed nothing to undo")

@@ -483,6 +483,11 @@ def _memory_hits(store: Any, terms: list[str], scope: str | None, everywhere: bo
     return search_notes(store, terms, scope, everywhere=everywhere)
 
 
+def _what(target: Any) -> str:
+    """How a target is named in a sentence: ``turn <id>``, ``memory note <id>``."""
+    return f"memory note {target.id}" if target.kind == "memory" else f"{target.kind} {target.id}"
+
+
 def _on_terminal() -> bool:
     return sys.stdin.isatty()
 
@@ -566,7 +571,7 @@ def forget(
     hidden = "recall and export" if mode == "exclude" else "recall"
     if not res.changed:
         typer.echo(
-            f"{t.kind} {t.id} is already forgotten ({_mode_word(res.marker.mode)}): nothing changed"
+            f"{_what(t)} is already forgotten ({_mode_word(res.marker.mode)}): nothing changed"
         )
         return
     assert res.operation is not None
@@ -615,10 +620,10 @@ def unforget(
     if json_out:
         typer.echo(json.dumps(res.as_json(), ensure_ascii=False))
     elif not res.changed:
-        typer.echo(f"{t.kind} {t.id} is not forgotten: nothing changed")
+        typer.echo(f"{_what(t)} is not forgotten: nothing changed")
     else:
         assert res.operation is not None
-        typer.echo(f"unforgot {t.kind} {t.id}: back in recall (operation {res.operation.op})")
+        typer.echo(f"unforgot {_what(t)}: back in recall (operation {res.operation.op})")
         if t.kind != "memory":
             typer.echo(f"  index rebuilt: generation {res.generation}")
 

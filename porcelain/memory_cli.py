@@ -397,21 +397,27 @@ def show(
     json_out: JsonOpt = False,
 ) -> None:
     """Print a note as it is in the newest revision, or at REV (an id prefix or ~N)."""
-    from histstore.memory import note_at, split_name_rev, target_id
+    from histstore import memrules
+    from histstore.memory import drop_index_lines, note_at, split_name_rev, target_id
 
     store = open_store(ctx)
     scope = _scope(project)
     name, rev = split_name_rev(target)
     _refuse_excluded(store, scope, name)
     file, data, r = note_at(store, scope, name, rev)
-    if _hidden(store)(scope, file, exclusions_only=True):
+    hidden = _hidden(store)
+    if hidden(scope, file, exclusions_only=True):
         raise NotFound(f"memory {file} is excluded: its text is not shown")
+    if memrules.is_index_name(file):
+        data = drop_index_lines(data, lambda f: hidden(scope, f, exclusions_only=True))
     if json_out:
         _echo_json(
             {
                 "file": file,
                 "revision": r.id,
-                "target": target_id(scope, file) if file.endswith(".md") else None,
+                "target": None
+                if memrules.split_file_name(file) is None
+                else target_id(scope, file),
                 "text": data.decode("utf-8", "replace"),
             }
         )
@@ -434,7 +440,7 @@ def diff(
 
     store = open_store(ctx)
     scope = _scope(project)
-    name, revs = _diff_args(args or [])
+    name, revs = _diff_args(args or [], lambda a: _names_a_note(store, scope, a))
     if name is not None:
         _refuse_excluded(store, scope, name)
     hidden = _hidden(store)
@@ -467,11 +473,26 @@ def _looks_like_rev(text: str) -> bool:
     return bool(re.fullmatch(r"~\d+|[0-9a-fA-F]{4,64}", text))
 
 
-def _diff_args(args: list[str]) -> tuple[str | None, tuple[str | None, str | None]]:
+def _names_a_note(store: Store, scope: Scope, text: str) -> bool:
+    from histstore.memory import find_file, head, load_revision, load_tree
+
+    tip = head(store, scope)
+    if tip is None:
+        return False
+    try:
+        find_file(store, load_tree(store, load_revision(store, tip).tree), text)
+    except (NotFound, BadInput):
+        return False
+    return True
+
+
+def _diff_args(
+    args: list[str], is_note: Any = lambda text: False
+) -> tuple[str | None, tuple[str | None, str | None]]:
     if len(args) > 3:
         raise BadInput("too many arguments", hint="hs memory diff [NAME] [REV1 [REV2]]")
     name = None
-    if args and not _looks_like_rev(args[0]):
+    if args and (not _looks_like_rev(args[0]) or is_note(args[0])):
         name, args = args[0], args[1:]
     if len(args) > 2:
         raise BadInput("too many revisions", hint="hs memory diff [NAME] [REV1 [REV2]]")
@@ -488,6 +509,7 @@ def prompt(
     ctx: typer.Context,
     model: Annotated[str, typer.Option("--model", "-m", help="The session's model.")],
     project: ProjectOpt = None,
+    memory_dir_opt: DirOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """What a session on MODEL gets: identity, matching model notes, both indexes."""
@@ -495,12 +517,17 @@ def prompt(
     from histstore.memory import prompt as build
 
     store = open_store(ctx)
-    dirs = [memory_dir(store, _scope(None))]
-    if project is not None:
+    # --memory-dir and $MEMORY_DIR name the scope the command is about: the
+    # project's when --project is given, else the system scope's
+    dirs = []
+    if project is None:
+        dirs.append(memory_dir(store, _scope(None), memory_dir_opt))
+    else:
         try:
-            dirs.append(memory_dir(store, _scope(project)))
+            dirs.append(memory_dir(store, _scope(None), use_env=False))
         except NotFound as e:
             typer.echo(f"hs: note: {e.message}", err=True)
+        dirs.append(memory_dir(store, _scope(project), memory_dir_opt))
     parts = build(store, model, dirs, _hidden(store))
     if json_out:
         for p in parts:
@@ -573,7 +600,7 @@ def dir_(
 ) -> None:
     """Show or set the memory directory of a scope (kept in config.toml)."""
     from histstore.config import read_config, write_config
-    from histstore.memory import configured_dirs, memory_dir
+    from histstore.memory import configured_dirs, memory_dir, scope_for
 
     store = open_store(ctx)
     scope = _scope(project)
@@ -582,7 +609,7 @@ def dir_(
         if set_ is not None and unset:
             raise BadInput("--set and --unset exclude each other")
         if set_ is not None:
-            mdir = memory_dir(store, scope, set_)  # every check a path gets
+            mdir = memory_dir(store, scope, set_, given_as="--set")  # every check a path gets
         with store.lock():
             config = read_config(store.root)
             dirs = dict(config.get("memory", {}).get("dirs", {}))
@@ -599,7 +626,8 @@ def dir_(
     shown = {k: v for k, v in dirs.items() if project is None or k == key}
     if json_out:
         for k, v in shown.items():
-            _echo_json({"scope": k, "dir": v})
+            sid = scope_for(None if k == "system" else k).id
+            _echo_json({"scope": sid, "project": None if k == "system" else k, "dir": v})
         return
     if not shown:
         typer.echo("no memory directory is configured")
