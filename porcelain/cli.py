@@ -736,6 +736,8 @@ def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         "size_bytes": size,
         "operations": len(ops),
         "last_operation": ops[-1].as_json() if ops else None,
+        "memory_scopes": len(store.refs.list_refs("memory/")),
+        "memory_dirs": store.config.get("memory", {}).get("dirs", {}),
     }
     if json_out:
         typer.echo(json.dumps(info, ensure_ascii=False))
@@ -744,6 +746,11 @@ def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     typer.echo(f"sessions:   {info['sessions']} in {info['projects']} projects")
     typer.echo(f"turns:      {turns}")
     typer.echo(f"objects:    {info['objects']} ({packs} packs, {loose} loose), {_size(size)}")
+    dirs = info["memory_dirs"]
+    typer.echo(
+        f"memory:     {info['memory_scopes']} scope{'s' if info['memory_scopes'] != 1 else ''} "
+        f"recorded; {len(dirs)} director{'ies' if len(dirs) != 1 else 'y'} configured"
+    )
     if ops:
         last = ops[-1]
         typer.echo(f"operations: {len(ops)}; last {last.op} at {last.time}: {last.command}")

@@ -779,3 +779,12 @@ def test_diff_takes_a_hex_looking_slug_as_a_name(hs: HS, mem: Path) -> None:
     hs(*write_args(slug="cafe", name="Cafe", description="coffee"), "--yes")
     r = hs("memory", "diff", "cafe")
     assert r.exit_code == 0 and "+name: Cafe" in r.stdout
+
+
+def test_status_counts_memory_scopes_and_directories(hs: HS, mem: Path) -> None:
+    assert "memory:     0 scopes recorded; 0 directories configured" in hs("status").stdout
+    hs(*write_args(), "--yes")
+    assert hs("memory", "dir", "--set", str(mem)).exit_code == 0
+    assert "memory:     1 scope recorded; 1 directory configured" in hs("status").stdout
+    info = json.loads(hs("status", "--json").stdout)
+    assert info["memory_scopes"] == 1 and info["memory_dirs"] == {"system": str(mem)}
