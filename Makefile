@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Build a demo store in a temporary folder from the sample the repo ships,
-# then read it back like git.
+# read it back like git, then keep a memory note with its history.
 demo: $(STAMP)
 	@set -e; tmp=$$(mktemp -d); export HISTORY_DIR=$$tmp/store; \
 	echo "# demo store in $$tmp/store"; \
@@ -24,6 +24,12 @@ demo: $(STAMP)
 	first=$$($(BIN)/hs log --json | tail -n 1 | $(BIN)/python -c 'import json,sys; print(json.loads(sys.stdin.read())["turn_id"])'); \
 	echo; echo "\$$ hs show --full $$first"; $(BIN)/hs show --full $$first; \
 	echo; echo '$$ hs recall --everywhere login_user expiry'; $(BIN)/hs recall --everywhere login_user expiry; \
+	mkdir $$tmp/memory; export MEMORY_DIR=$$tmp/memory; \
+	echo; echo '$$ hs memory write --type project --slug token-refresh ... --yes'; \
+	$(BIN)/hs memory write --type project --slug token-refresh --name "Token refresh" \
+	  --description "Expired tokens are refreshed in the auth middleware" \
+	  --body "$$(printf 'login_user never refreshes tokens itself.\n\n**Why:** one place decides expiry.\n\n**How to apply:** change the middleware, not login_user.')" --yes; \
+	echo; echo '$$ hs memory log'; $(BIN)/hs memory log; \
 	echo; echo '$$ hs status'; $(BIN)/hs status
 
 lint: $(STAMP)

@@ -22,6 +22,7 @@ from typing import Any
 
 from .clock import now_rfc3339
 from .errors import Ambiguous, BadInput, HistError, NotFound
+from .memory import TARGET_PREFIX
 from .overlay import MODES, PREFIX, Marker, Overlay, load_marker, put_marker, write_views
 from .recall import RecallIndex
 from .refs import Operation, RefChange, check_component, one_line
@@ -65,6 +66,8 @@ def resolve_target(store: Store, text: str, *, confirm: str | None = None) -> Ta
     text = text.strip()
     if not text:
         raise BadInput("no target given", hint="name a session id or a turn id")
+    if text.startswith(TARGET_PREFIX):
+        return _memory_target(store, text)
     # a whole id the confirmation repeats is looked up directly (the index knows
     # a turn's session); anything else is resolved without opening the index,
     # so a refused command touches no file of the store
@@ -130,6 +133,51 @@ def _whole_id(store: Store, text: str) -> Target | None:
     return Target("turn", text, sessions[0], 1, _first_prompt(store, entry.object))
 
 
+def _memory_note(store: Store, target: str) -> tuple[str, str] | None:
+    """(scope id, description) of the memory note a target names, when the
+    scope's newest revision holds it."""
+    from . import memrules
+    from .memory import PREFIX as MEMORY_PREFIX
+    from .memory import load_revision, load_tree, parse_target
+
+    parsed = parse_target(target)
+    if parsed is None:
+        return None
+    scope_id, file = parsed
+    try:
+        rev = store.refs.read(MEMORY_PREFIX + check_component(scope_id, "memory scope"))
+    except BadInput:
+        return None
+    if rev is None:
+        return None
+    files = load_tree(store, load_revision(store, rev).tree)
+    if file not in files:
+        return None
+    note, _ = memrules.parse_note(file, store.get_blob(files[file]))
+    return scope_id, one_line(note.description, 100) if note else ""
+
+
+def _memory_target(store: Store, text: str) -> Target:
+    from .memory import parse_target
+
+    parsed = parse_target(text)
+    if parsed is None:
+        raise BadInput(
+            f"{text!r} is not a memory target",
+            hint="memory@<scope>@<type>@<slug>, as `hs memory show --json` gives it",
+        )
+    found = _memory_note(store, text)
+    if found is not None:
+        return Target("memory", text, found[0], 0, found[1])
+    marker = Overlay.read(store).markers.get(text)
+    if marker is not None:
+        return Target("memory", text, marker.session, 0, "", in_store=False)
+    raise NotFound(
+        f"no memory note {parsed[1]} in scope {parsed[0]}",
+        hint="record the directory first (`hs memory snapshot`), then forget the note",
+    )
+
+
 def _first_prompt(store: Store, object_id: str) -> str:
     turn = store.get_json(object_id, "turn")
     return one_line(str(turn.get("asked") or ""), 100)
@@ -162,7 +210,7 @@ class ForgetResult:
             "ts": self.marker.ts,
             "marker": self.marker_id,
             "operation": self.operation.op if self.operation else None,
-            "rebuilt": self.changed,
+            "rebuilt": self.changed and self.target.kind != "memory",
             "generation": self.generation,
         }
 
@@ -261,9 +309,10 @@ def forget(
         )
 
     marker, marker_id, old, op = _set_marker(store, target, make, command)
-    if op is None:
+    if op is None or target.kind == "memory":
+        # a memory note is not in the recall index: the overlay alone hides it
         return ForgetResult(
-            target, marker, marker_id, None, RecallIndex(store).status().generation, False
+            target, marker, marker_id, op, RecallIndex(store).status().generation, op is not None
         )
     generation = _swap_or_roll_back(store, target, old, marker_id, command)
     left = RecallIndex(store).holds(
@@ -302,9 +351,9 @@ def unforget(
         )
 
     marker, marker_id, old, op = _set_marker(store, target, make, command)
-    if op is None:
+    if op is None or target.kind == "memory":
         return ForgetResult(
-            target, marker, marker_id, None, RecallIndex(store).status().generation, False
+            target, marker, marker_id, op, RecallIndex(store).status().generation, op is not None
         )
     generation = _swap_or_roll_back(store, target, old, marker_id, command)
     return ForgetResult(target, marker, marker_id, op, generation, True)
@@ -340,7 +389,10 @@ def forgotten(store: Store) -> list[Forgotten]:
     out = []
     for m in overlay.active():
         s = sessions.get(m.session)
-        if s is None:
+        if m.target_kind == "memory":
+            note = _memory_note(store, m.target)
+            hides, first = (1, note[1]) if note else (0, "")
+        elif s is None:
             hides, first = 0, ""
         elif m.target_kind == "session":
             hides = len(s.turns)

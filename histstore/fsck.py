@@ -146,6 +146,20 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
                 Marker.from_json(obj)
             except ValueError as e:
                 out.append(Finding("error", "object", str(e), object_id))
+        elif kind == "memtree":
+            files = obj.get("files") if isinstance(obj, dict) else None
+            if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+                out.append(Finding("error", "object", "not a memory tree", object_id))
+                continue
+            wanted += [(object_id, b, "blob") for b in files.values()]
+        elif kind == "memrev":
+            try:
+                wanted.append((object_id, obj["tree"], "memtree"))
+                wanted += [(object_id, p, "memrev") for p in obj["parents"]]
+                if not isinstance(obj["scope"], str) or not isinstance(obj["time"], str):
+                    raise TypeError
+            except (KeyError, TypeError):
+                out.append(Finding("error", "object", "not a memory revision", object_id))
         elif kind == "turn":
             missing = [f for f in TURN_FIELDS if not isinstance(obj, dict) or f not in obj]
             if missing:
@@ -197,6 +211,12 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
             try:
                 if load_marker(store, value).target != name[len("overlay/") :]:
                     out.append(Finding("error", "ref", "points at another target's marker", name))
+            except HistError:
+                pass  # reported with the object above
+        if name.startswith("memory/") and have == "memrev":
+            try:
+                if store.get_json(value, "memrev").get("scope") != name[len("memory/") :]:
+                    out.append(Finding("error", "ref", "points at another scope's revision", name))
             except HistError:
                 pass  # reported with the object above
         if name.startswith(SESSION_PREFIX) and have == "session":

@@ -101,6 +101,8 @@ class ImportReport:
     operation: Operation | None = None
     #: why the recall index could not take the new turns (they are stored all the same)
     index_error: str | None = None
+    #: operations of the memory snapshots taken after the import
+    memory_operations: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -118,6 +120,7 @@ class ImportReport:
             ],
             "operation": self.operation.op if self.operation else None,
             "index_error": self.index_error,
+            "memory_operations": self.memory_operations,
         }
 
 
@@ -339,6 +342,12 @@ def import_paths(
                 imp.report.problems.append(Problem(str(path), 0, f"cannot read: {e.strerror}"))
         imp.commit(batch)
     refresh_index(store, imp.report)
+    # the memory directories config.toml names are recorded alongside the sessions
+    from .memory import snapshot_configured
+
+    imp.report.memory_operations = [
+        op.op for _scope, op in snapshot_configured(store, command=command + " (memory snapshot)")
+    ]
     return imp.report
 
 

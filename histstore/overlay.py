@@ -3,7 +3,7 @@
 A *marker* (object kind ``marker``) says what happens to one target — a turn
 or a session, by id — from a moment on::
 
-    {"target": "<id>", "target_kind": "turn" | "session", "session": "<session id>",
+    {"target": "<id>", "target_kind": "turn" | "session" | "memory", "session": "<session id>",
      "mode": "tombstone" | "exclude", "state": "active" | "lifted",
      "reason": "<text>", "ts": "<RFC 3339>", "parent": "<previous marker id>" | null}
 
@@ -37,13 +37,16 @@ from .store import Store
 
 PREFIX = "overlay/"
 MODES = ("tombstone", "exclude")
+#: what a marker can name: a turn, a session, or a memory note
+#: (``memory@<scope>@<type>@<slug>``, histstore.memory.target_id)
+TARGET_KINDS = ("turn", "session", "memory")
 
 
 @dataclass(frozen=True)
 class Marker:
     target: str
-    target_kind: str  # "turn" | "session"
-    session: str  # the session that holds the target (itself, for a session)
+    target_kind: str  # "turn" | "session" | "memory"
+    session: str  # the session that holds the target (itself, for a session; a memory note's scope)
     mode: str  # "tombstone" | "exclude"
     state: str  # "active" | "lifted"
     reason: str
@@ -80,7 +83,7 @@ class Marker:
         if (
             m.mode not in MODES
             or m.state not in ("active", "lifted")
-            or m.target_kind not in ("turn", "session")
+            or m.target_kind not in TARGET_KINDS
         ):
             raise ValueError("not an overlay marker (mode or state)")
         return m

@@ -744,6 +744,8 @@ class RecallIndex:
     ) -> int:
         """A target forgotten or brought back: its rows go, or come back from the
         session's current revision (unless another marker still hides them)."""
+        if marker.target_kind not in ("turn", "session"):
+            return 0  # a memory note: not in the index (its marker's session is a scope)
         target = marker.target
         sid = marker.session
         rows = conn.execute(

@@ -7,12 +7,15 @@ one of those refs again, the undo conflicts: it says which operation, and
 changes nothing. After the refs move, the derived data follows: the overlay
 views are rewritten and the index swaps in a new generation when markers
 moved (so an undone forget is back in recall at once), else it catches up.
+An undone memory write also puts the memory directory's files back, when the
+directory still holds what the operation wrote (else the undo conflicts).
 """
 
 from __future__ import annotations
 
 from .errors import Ambiguous, BadInput, Conflict, NotFound
 from .forgetting import RebuildFailed
+from .memory import undo_files
 from .overlay import PREFIX as OVERLAY_PREFIX
 from .overlay import write_views
 from .recall import RecallIndex
@@ -50,11 +53,18 @@ def undo(store: Store, op_id: str | None = None, *, command: str = "hs undo") ->
                 f"{', '.join(later) or 'a later operation'}",
                 hint="undo the later operation first, or leave this one",
             )
-        op = store.apply(
-            inverse, f"{command} {target.op}", extra={"kind": "undo", "undoes": target.op}
-        )
+        # memory writes: the directory must still hold what the operation wrote;
+        # its files go back with the refs
+        files_back = undo_files(store, target, inverse)
+        extra = {"kind": "undo", "undoes": target.op}
+        for key in ("dir", "memory_kind"):
+            if key in target.extra:
+                extra[key] = target.extra[key]
+        op = store.apply(inverse, f"{command} {target.op}", extra=extra)
         if op is None:
             raise BadInput(f"operation {target.op} changed nothing to undo")
+        if files_back is not None:
+            files_back()
         markers_moved = any(c.ref.startswith(OVERLAY_PREFIX) for c in inverse)
         if markers_moved:
             write_views(store)

@@ -14,6 +14,7 @@ import typer
 from histstore.errors import BadInput
 from histstore.plumbing.cli import app as plumbing_app
 from histstore.plumbing.common import command_line, new_app, open_store, store_path
+from histstore.porcelain.memory_cli import app as memory_app
 from histstore.porcelain.sync_cli import register as register_sync_commands
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ app = new_app(
     "($XDG_DATA_HOME/histstore or ~/.local/share/histstore on Linux)."
 )
 app.add_typer(plumbing_app, name="plumbing")
+app.add_typer(memory_app, name="memory")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
 
@@ -422,6 +424,7 @@ def recall(
         with contextlib.suppress(Locked):
             index.catch_up(timeout=0)
     res = index.search(text, project=scope, days=days, k=k, fallback=fallback)
+    notes = _memory_hits(store, [" ".join(t) for t in res.query.terms], scope, everywhere)
     if json_out:
         typer.echo(
             json.dumps(
@@ -433,6 +436,7 @@ def recall(
                     "days": days,
                     "path": res.path,
                     "hits": [h.as_json() for h in res.hits],
+                    "memory": [n.as_json() for n in notes],
                 },
                 ensure_ascii=False,
             )
@@ -464,6 +468,25 @@ def recall(
             typer.echo("  read: " + ", ".join(h.read))
         if h.tainted:
             typer.echo(f"  {UNTRUSTED_LABEL}")
+    if notes:
+        typer.echo("")
+        typer.echo("memory notes:")
+        for n in notes:
+            typer.echo(f"  {n.file} ({n.scope.label}): {n.name} — {n.description}")
+
+
+def _memory_hits(store: Any, terms: list[str], scope: str | None, everywhere: bool) -> list[Any]:
+    """Memory notes that hold the query's terms (only when memory was recorded)."""
+    if not (store.root / "refs" / "memory").is_dir():
+        return []
+    from histstore.memory import search_notes
+
+    return search_notes(store, terms, scope, everywhere=everywhere)
+
+
+def _what(target: Any) -> str:
+    """How a target is named in a sentence: ``turn <id>``, ``memory note <id>``."""
+    return f"memory note {target.id}" if target.kind == "memory" else f"{target.kind} {target.id}"
 
 
 def _on_terminal() -> bool:
@@ -474,8 +497,13 @@ def _confirm_target(target: Any, confirm: str | None, verb: str) -> str | None:
     """On a terminal without --confirm: show what will change and ask for the id."""
     if confirm is not None or not _on_terminal():
         return confirm
-    what = f"{target.turns} turn{'s' if target.turns != 1 else ''}"
-    typer.echo(f"{verb} {target.kind} {target.id}: {what} of session {target.session}", err=True)
+    if target.kind == "memory":
+        typer.echo(f"{verb} memory note {target.id} (scope {target.session})", err=True)
+    else:
+        what = f"{target.turns} turn{'s' if target.turns != 1 else ''}"
+        typer.echo(
+            f"{verb} {target.kind} {target.id}: {what} of session {target.session}", err=True
+        )
     if target.first_prompt:
         typer.echo(f"  first prompt: {target.first_prompt}", err=True)
     answer: str = typer.prompt(f"type the {target.kind} id to confirm", err=True, default="")
@@ -495,6 +523,8 @@ def _print_forgotten_list(items: list[Any], json_out: bool) -> None:
         hides = (
             f"stale: {m.target_kind} {m.target} is not in the store"
             if f.stale
+            else "hides the note"
+            if m.target_kind == "memory"
             else f"hides {f.hides} turn{'s' if f.hides != 1 else ''}"
         )
         typer.echo(f"{m.mode:9}  {m.ts}  {m.target_kind} {m.target}  ({hides})")
@@ -542,10 +572,20 @@ def forget(
     hidden = "recall and export" if mode == "exclude" else "recall"
     if not res.changed:
         typer.echo(
-            f"{t.kind} {t.id} is already forgotten ({_mode_word(res.marker.mode)}): nothing changed"
+            f"{_what(t)} is already forgotten ({_mode_word(res.marker.mode)}): nothing changed"
         )
         return
     assert res.operation is not None
+    if t.kind == "memory":
+        views = "hs memory prompt and recall" + (
+            " and every view of its text" if mode == "exclude" else ""
+        )
+        typer.echo(f"forgot memory note {t.id}: {mode}, hidden from {views}")
+        typer.echo(
+            f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.ts}"
+        )
+        typer.echo("  the note's file is not deleted; `hs unforget` lifts the marker")
+        return
     typer.echo(
         f"forgot {t.kind} {t.id} ({t.turns} turn{'s' if t.turns != 1 else ''}): {mode}, hidden from {hidden}"
     )
@@ -581,11 +621,12 @@ def unforget(
     if json_out:
         typer.echo(json.dumps(res.as_json(), ensure_ascii=False))
     elif not res.changed:
-        typer.echo(f"{t.kind} {t.id} is not forgotten: nothing changed")
+        typer.echo(f"{_what(t)} is not forgotten: nothing changed")
     else:
         assert res.operation is not None
-        typer.echo(f"unforgot {t.kind} {t.id}: back in recall (operation {res.operation.op})")
-        typer.echo(f"  index rebuilt: generation {res.generation}")
+        typer.echo(f"unforgot {_what(t)}: back in recall (operation {res.operation.op})")
+        if t.kind != "memory":
+            typer.echo(f"  index rebuilt: generation {res.generation}")
 
 
 @app.command()
@@ -696,6 +737,8 @@ def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         "size_bytes": size,
         "operations": len(ops),
         "last_operation": ops[-1].as_json() if ops else None,
+        "memory_scopes": len(store.refs.list_refs("memory/")),
+        "memory_dirs": store.config.get("memory", {}).get("dirs", {}),
     }
     if json_out:
         typer.echo(json.dumps(info, ensure_ascii=False))
@@ -704,6 +747,11 @@ def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     typer.echo(f"sessions:   {info['sessions']} in {info['projects']} projects")
     typer.echo(f"turns:      {turns}")
     typer.echo(f"objects:    {info['objects']} ({packs} packs, {loose} loose), {_size(size)}")
+    dirs = info["memory_dirs"]
+    typer.echo(
+        f"memory:     {info['memory_scopes']} scope{'s' if info['memory_scopes'] != 1 else ''} "
+        f"recorded; {len(dirs)} director{'ies' if len(dirs) != 1 else 'y'} configured"
+    )
     if ops:
         last = ops[-1]
         typer.echo(f"operations: {len(ops)}; last {last.op} at {last.time}: {last.command}")

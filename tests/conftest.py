@@ -21,6 +21,7 @@ def _temp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HISTORY_DIR", str(tmp_path / "store"))
     monkeypatch.setenv("HS_LOCK_TIMEOUT", "5")
     monkeypatch.delenv("HS_DEBUG", raising=False)
+    monkeypatch.delenv("MEMORY_DIR", raising=False)
 
 
 @pytest.fixture

@@ -1,0 +1,1264 @@
+"""Memory files with history: scopes, directories, revisions, checked writes.
+
+An agent's memory is a flat directory of markdown notes (``<type>_<slug>.md``,
+YAML frontmatter) and their one-line index ``MEMORY.md`` (the rules:
+:mod:`histstore.memrules`). There is one directory per *scope*: the system
+scope and one per project (the project key turns use). The store keeps every
+state of a scope's directory as a revision (docs/format.md, "Memory"):
+
+- ``memtree``  ``{"files": {"<file name>": "<blob id>"}}`` — the directory;
+- ``memrev``   ``{"scope", "project", "tree", "parents", "time", "kind", "message"}``
+  (plus ``"conflicts"`` on a merge made by sync);
+- ``memory/<scope>`` points at the scope's newest revision; ``<scope>`` is
+  ``system`` or ``p-`` + the first 16 hex digits of blake3(project key).
+
+A note's text is redacted before it is hashed, like every other object.
+
+Writes (:func:`plan_write` then :func:`apply_write`) touch exactly the note's
+file and one index line, read both back and check every rule; any failure puts
+every changed file back to its previous bytes (a created file is removed) and
+raises :class:`WriteBlocked` saying which rule failed and whether the rollback
+succeeded. Each write, snapshot and restore is one operation in the refs log,
+so ``hs undo`` takes it back — files included, when the directory still holds
+what the operation wrote.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+import re
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from . import memrules
+from .clock import now_rfc3339
+from .errors import BadInput, Conflict, HistError, NotFound
+from .fsutil import atomic_write, fsync_dir
+from .objects import canonical_json, hash_object, is_id_prefix
+from .refs import Operation, RefChange
+from .store import Store
+
+PREFIX = "memory/"
+SYSTEM = "system"
+DEFAULT_INDEX_WARN_TOKENS = 2500
+#: the system scope's note that says who the person is (hs memory prompt)
+IDENTITY_FILE = "user_identity.md"
+INDEX_FILE = "MEMORY.md"
+#: the revision kinds that changed files in the directory (undo puts them back)
+FILE_KINDS = ("write", "restore")
+
+
+class WriteBlocked(HistError):
+    """A write failed a check after it touched the directory (exit 10)."""
+
+    exit_code = 10
+
+
+# --------------------------------------------------------------------- scopes
+
+
+@dataclass(frozen=True)
+class Scope:
+    id: str  # "system" or "p-<16 hex>"
+    project: str | None  # the project key, None for the system scope
+
+    @property
+    def ref(self) -> str:
+        return PREFIX + self.id
+
+    @property
+    def label(self) -> str:
+        return "system" if self.project is None else f"project {self.project}"
+
+
+def scope_for(project: str | None) -> Scope:
+    """The system scope (None) or the scope of a project key."""
+    if project is None:
+        return Scope(SYSTEM, None)
+    digest = blake3.blake3(project.encode("utf-8")).hexdigest()
+    return Scope(f"p-{digest[:16]}", project)
+
+
+def configured_dirs(store: Store) -> dict[str, str]:
+    """``[memory.dirs]`` of config.toml: ``system`` or a project key -> directory."""
+    dirs = store.config.get("memory", {}).get("dirs", {})
+    if not isinstance(dirs, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in dirs.items()
+    ):
+        raise BadInput("config.toml: [memory.dirs] must map scope names to directory paths")
+    return dirs
+
+
+def index_warn_tokens(store: Store) -> int:
+    value = store.config.get("memory", {}).get("index_warn_tokens", DEFAULT_INDEX_WARN_TOKENS)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise BadInput(
+            "config.toml: memory.index_warn_tokens must be a whole number >= 0",
+            hint="0 turns the warning off",
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class MemoryDir:
+    scope: Scope
+    path: Path  # resolved
+    source: str  # "--memory-dir", "MEMORY_DIR", "config"
+
+
+def _in_version_control(path: Path) -> bool:
+    """Would git track files in ``path``? (inside a work tree and not ignored)"""
+    top = next((d for d in (path, *path.parents) if (d / ".git").exists()), None)
+    if top is None:
+        return False
+    try:
+        ignored = subprocess.run(
+            ["git", "-C", str(top), "check-ignore", "-q", str(path / "MEMORY.md")],
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return True  # no git to ask: a work tree is a work tree
+    return ignored.returncode != 0
+
+
+def memory_dir(
+    store: Store,
+    scope: Scope,
+    given: Path | None = None,
+    *,
+    use_env: bool = True,
+    given_as: str = "--memory-dir",
+) -> MemoryDir:
+    """``--memory-dir``, else ``$MEMORY_DIR``, else the folder config.toml names.
+
+    Every path is untrusted: one inside a git work tree (not ignored) is
+    refused, and a missing directory is never created here."""
+    if given is not None:
+        raw, source = str(given), given_as
+    elif use_env and os.environ.get("MEMORY_DIR"):
+        raw, source = os.environ["MEMORY_DIR"], "MEMORY_DIR"
+    else:
+        dirs = configured_dirs(store)
+        key = SYSTEM if scope.project is None else scope.project
+        if key not in dirs:
+            raise NotFound(
+                f"no memory directory for the {scope.label} scope",
+                hint="pass --memory-dir DIR, set MEMORY_DIR, or name one with "
+                "`hs memory dir --set DIR`",
+            )
+        raw, source = dirs[key], "config"
+    if "\0" in raw:
+        raise BadInput(f"{source} holds a NUL character")
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    if not path.exists():
+        raise NotFound(
+            f"{source} {path} does not exist",
+            hint=f"create it first (mkdir -p {path}); hs does not create memory directories",
+        )
+    if not path.is_dir():
+        raise BadInput(f"{source} {path} is not a directory")
+    path = path.resolve()
+    if _in_version_control(path):
+        raise BadInput(
+            f"{source} is inside version control ({path})",
+            hint="keep memory outside a git work tree, or list it in .gitignore",
+        )
+    return MemoryDir(scope, path, source)
+
+
+def _inside(directory: Path, name: str) -> Path:
+    """The file ``name`` of ``directory``; refused when it would resolve outside."""
+    if not name or "/" in name or "\\" in name or name in (".", "..") or "\0" in name:
+        raise BadInput(f"{name!r} is not a file name in the memory directory")
+    path = directory / name
+    if path.is_symlink() or not path.resolve().is_relative_to(directory):
+        raise BadInput(
+            f"{name} resolves outside the memory directory {directory}",
+            hint="memory files must be regular files inside the directory (no symlinks)",
+        )
+    return path
+
+
+# ------------------------------------------------------------------ revisions
+
+
+@dataclass(frozen=True)
+class Revision:
+    id: str
+    scope: str
+    project: str | None
+    tree: str
+    parents: list[str]
+    time: str
+    kind: str
+    message: str
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "scope": self.scope,
+            "project": self.project,
+            "tree": self.tree,
+            "parents": self.parents,
+            "time": self.time,
+            "kind": self.kind,
+            "message": self.message,
+        }
+        if self.conflicts:
+            d["conflicts"] = self.conflicts
+        return d
+
+
+def load_revision(store: Store, rev_id: str) -> Revision:
+    d = store.get_json(rev_id, "memrev")
+    try:
+        return Revision(
+            rev_id,
+            d["scope"],
+            d.get("project"),
+            d["tree"],
+            list(d["parents"]),
+            d["time"],
+            d["kind"],
+            d.get("message") or "",
+            list(d.get("conflicts") or []),
+        )
+    except (KeyError, TypeError) as e:
+        from .errors import CorruptObject
+
+        raise CorruptObject(rev_id, f"not a memory revision (missing {e})") from None
+
+
+def load_tree(store: Store, tree_id: str) -> dict[str, str]:
+    files = store.get_json(tree_id, "memtree").get("files")
+    if not isinstance(files, dict):
+        from .errors import CorruptObject
+
+        raise CorruptObject(tree_id, "not a memory tree")
+    return dict(files)
+
+
+def head(store: Store, scope: Scope) -> str | None:
+    return store.refs.read(scope.ref)
+
+
+def scopes(store: Store) -> dict[str, str]:
+    """scope id -> its newest revision id."""
+    n = len(PREFIX)
+    return {k[n:]: v for k, v in store.refs.list_refs(PREFIX).items()}
+
+
+def history(store: Store, rev_id: str | None) -> Iterator[Revision]:
+    """Every revision reachable from ``rev_id``, newest first (merges followed)."""
+    seen: set[str] = set()
+    frontier = [rev_id] if rev_id else []
+    loaded: dict[str, Revision] = {}
+    while frontier:
+        for r in frontier:
+            if r not in loaded:
+                loaded[r] = load_revision(store, r)
+        frontier.sort(key=lambda r: (loaded[r].time, r), reverse=True)
+        rev = loaded[frontier.pop(0)]
+        if rev.id in seen:
+            continue
+        seen.add(rev.id)
+        yield rev
+        frontier.extend(p for p in rev.parents if p not in seen)
+
+
+def read_files(directory: Path) -> dict[str, bytes]:
+    """The files a revision records: the top-level regular ``*.md`` files (the
+    notes and the index). Symlinks are refused, other files ignored."""
+    out: dict[str, bytes] = {}
+    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+        if entry.name.startswith(".") or not entry.name.lower().endswith(".md"):
+            continue
+        if entry.is_symlink() and not Path(entry.path).resolve().is_relative_to(
+            directory.resolve()
+        ):
+            raise BadInput(
+                f"{entry.name} in {directory} is a symlink leading outside it",
+                hint="memory files must be regular files inside the directory",
+            )
+        if entry.is_file():
+            data = Path(entry.path).read_bytes()
+            if len(data) > max(memrules.MAX_NOTE_BYTES, memrules.MAX_INDEX_BYTES):
+                raise BadInput(
+                    f"{entry.name} is {len(data)} bytes, over the "
+                    f"{memrules.MAX_NOTE_BYTES}-byte limit of a memory file",
+                    hint="shorten it; `hs memory check` lists every problem",
+                )
+            out[entry.name] = data
+    return out
+
+
+def _redacted(store: Store, data: bytes) -> bytes:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data  # not text: kept as it is (hs memory check refuses it)
+    clean = store.redactor(text)
+    return data if clean == text else clean.encode("utf-8")
+
+
+def put_tree(store: Store, files: dict[str, bytes]) -> str:
+    ids = {name: store.objects.put("blob", _redacted(store, data)) for name, data in files.items()}
+    return store.objects.put("memtree", canonical_json({"files": ids}))
+
+
+def record(
+    store: Store,
+    scope: Scope,
+    files: dict[str, bytes],
+    *,
+    kind: str,
+    message: str,
+    command: str,
+    directory: Path | None = None,
+    expect: str | bool | None = False,
+) -> tuple[Operation | None, str | None]:
+    """Record ``files`` as the scope's new revision (lock held by the caller).
+
+    Unchanged content costs nothing: (None, head). ``expect`` (when not False)
+    is the head the caller read before it changed the directory."""
+    old = head(store, scope)
+    if expect is not False and old != expect:
+        raise Conflict(
+            f"the {scope.label} memory was recorded by another command meanwhile",
+            hint="run the command again",
+        )
+    if old is None and not files:
+        return None, None  # an empty directory never recorded: nothing to keep
+    tree = put_tree(store, files)
+    if old is not None and load_revision(store, old).tree == tree:
+        return None, old
+    rev = Revision(
+        "", scope.id, scope.project, tree, [old] if old else [], now_rfc3339(), kind, message
+    )
+    rev_id = store.objects.put("memrev", canonical_json(rev.as_json()))
+    extra: dict[str, Any] = {"kind": "memory", "scope": scope.id, "memory_kind": kind}
+    if directory is not None:
+        extra["dir"] = str(directory)
+    op = store.apply([RefChange(scope.ref, old, rev_id)], command, extra=extra)
+    return op, rev_id
+
+
+def snapshot(
+    store: Store, mdir: MemoryDir, *, command: str = "hs memory snapshot"
+) -> tuple[Operation | None, str | None]:
+    """Record the directory as it is now (edits agents made on their own)."""
+    with store.lock():
+        files = read_files(mdir.path)
+        return record(
+            store,
+            mdir.scope,
+            files,
+            kind="snapshot",
+            message="snapshot",
+            command=command,
+            directory=mdir.path,
+        )
+
+
+def snapshot_configured(store: Store, *, command: str) -> list[tuple[Scope, Operation]]:
+    """A snapshot of every directory config.toml names (after an import). A
+    directory that is gone or refused is skipped: importing sessions must not
+    fail because of a memory folder."""
+    out = []
+    for key in configured_dirs(store):
+        scope = scope_for(None if key == SYSTEM else key)
+        try:
+            mdir = memory_dir(store, scope, use_env=False)
+            op, _ = snapshot(store, mdir, command=command)
+        except (BadInput, NotFound):
+            continue
+        if op is not None:
+            out.append((scope, op))
+    return out
+
+
+# ------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class NoteRef:
+    """A note named on the command line, found in one revision's tree."""
+
+    file: str
+    blob: str | None  # None: the revision does not hold it
+    revision: Revision
+
+
+def note_key(name: str) -> str:
+    return name.strip().lower()
+
+
+def find_file(store: Store, files: dict[str, str], name: str) -> str:
+    """A note of a tree by file name, ``<type>_<slug>``, slug or frontmatter name."""
+    key = note_key(name)
+    if not key:
+        raise BadInput("no memory name given")
+    for f in files:
+        if f.lower() in (key, key + ".md"):
+            return f
+    by_slug = [f for f in files if (s := memrules.split_file_name(f)) and s[1] == key]
+    if len(by_slug) == 1:
+        return by_slug[0]
+    by_name = []
+    for f, blob in files.items():
+        if memrules.is_index_name(f):
+            continue
+        note, _ = memrules.parse_note(f, store.get_blob(blob))
+        if note is not None and note_key(note.name) == key:
+            by_name.append(f)
+    found = by_name or by_slug
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        from .errors import Ambiguous
+
+        raise Ambiguous(f"memory {name!r} is ambiguous", sorted(found), hint="give the file name")
+    raise NotFound(f"no memory {name!r}", hint="see the notes with `hs memory log`")
+
+
+def resolve_rev(store: Store, scope: Scope, text: str | None) -> Revision:
+    """A revision of the scope: None for the newest, an id prefix, or ``~N``
+    (N revisions before the newest)."""
+    tip = head(store, scope)
+    if tip is None:
+        raise NotFound(
+            f"the {scope.label} memory has no revision yet",
+            hint="record one with `hs memory snapshot`",
+        )
+    if text is None or text in ("", "~0"):
+        return load_revision(store, tip)
+    revs = history(store, tip)
+    if text.startswith("~") and text[1:].isdigit():
+        back = int(text[1:])
+        for i, rev in enumerate(revs):
+            if i == back:
+                return rev
+        raise NotFound(f"the {scope.label} memory has no revision {text}")
+    if not is_id_prefix(text.lower()):
+        raise BadInput(
+            f"{text!r} is not a revision", hint="give a revision id (4+ hex digits) or ~N"
+        )
+    found = [r for r in revs if r.id.startswith(text.lower())]
+    if not found:
+        raise NotFound(f"no revision {text} in the {scope.label} memory", hint="see hs memory log")
+    if len(found) > 1:
+        from .errors import Ambiguous
+
+        raise Ambiguous(f"revision {text!r} is ambiguous", [r.id for r in found[:10]])
+    return found[0]
+
+
+def split_name_rev(text: str) -> tuple[str, str | None]:
+    name, sep, rev = text.rpartition("@")
+    return (name, rev) if sep and name else (text, None)
+
+
+@dataclass(frozen=True)
+class Change:
+    file: str
+    status: str  # "added" | "modified" | "removed"
+    old: str | None
+    new: str | None
+
+
+def changes(store: Store, old_tree: str | None, new_tree: str) -> list[Change]:
+    a = load_tree(store, old_tree) if old_tree else {}
+    b = load_tree(store, new_tree)
+    out = []
+    for f in sorted(set(a) | set(b)):
+        if a.get(f) == b.get(f):
+            continue
+        status = "added" if f not in a else "removed" if f not in b else "modified"
+        out.append(Change(f, status, a.get(f), b.get(f)))
+    return out
+
+
+def first_parent_tree(store: Store, rev: Revision) -> str | None:
+    return load_revision(store, rev.parents[0]).tree if rev.parents else None
+
+
+def log(store: Store, scope: Scope, name: str | None = None) -> list[tuple[Revision, list[Change]]]:
+    """Revisions newest first with what each changed (only those touching
+    ``name`` when given)."""
+    out = []
+    file: str | None = None
+    if name is not None:
+        file = _file_in_history(store, scope, name)
+    for rev in history(store, head(store, scope)):
+        ch = changes(store, first_parent_tree(store, rev), rev.tree)
+        if file is not None:
+            ch = [c for c in ch if c.file == file]
+            if not ch:
+                continue
+        out.append((rev, ch))
+    return out
+
+
+def _file_in_history(store: Store, scope: Scope, name: str) -> str:
+    """The file a name means: looked up in the newest revision, then older ones
+    (a note that was removed)."""
+    last: HistError | None = None
+    for rev in history(store, head(store, scope)):
+        try:
+            return find_file(store, load_tree(store, rev.tree), name)
+        except NotFound as e:
+            last = e
+    if last is None:
+        raise NotFound(f"the {scope.label} memory has no revision yet")
+    raise last
+
+
+def note_at(
+    store: Store, scope: Scope, name: str, rev_text: str | None
+) -> tuple[str, bytes, Revision]:
+    """(file, bytes, revision) of a note at a revision (default: the newest)."""
+    rev = resolve_rev(store, scope, rev_text)
+    files = load_tree(store, rev.tree)
+    file = _file_in_history(store, scope, name) if rev_text is None else None
+    if file is None or file not in files:
+        file = find_file(store, files, name)
+    return file, store.get_blob(files[file]), rev
+
+
+def unified(old: bytes | None, new: bytes | None, old_label: str, new_label: str) -> list[str]:
+    a = (old or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    b = (new or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    lines = list(difflib.unified_diff(a, b, old_label, new_label))
+    return [ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines]
+
+
+def diff(
+    store: Store,
+    scope: Scope,
+    name: str | None,
+    rev1: str | None,
+    rev2: str | None,
+    *,
+    skip: Callable[[str], bool] = lambda file: False,
+) -> list[str]:
+    """A unified diff. No revisions: the last change (of ``name``, or of the
+    scope); one: that revision against the newest; two: the first against the
+    second. ``skip``: files whose text must not be shown (excluded notes)."""
+    if rev1 is None:
+        entries = log(store, scope, name)
+        if not entries:
+            raise NotFound(f"the {scope.label} memory has no revision yet")
+        rev = entries[0][0]
+        b = rev
+        a = load_revision(store, rev.parents[0]) if rev.parents else None
+    else:
+        a = resolve_rev(store, scope, rev1)
+        b = resolve_rev(store, scope, rev2)
+    a_files = load_tree(store, a.tree) if a else {}
+    b_files = load_tree(store, b.tree)
+    if name is not None:
+        try:
+            file = find_file(store, b_files, name)
+        except NotFound:
+            file = find_file(store, a_files, name)
+        wanted = [file]
+    else:
+        wanted = sorted(set(a_files) | set(b_files))
+    out: list[str] = []
+    for f in wanted:
+        if a_files.get(f) == b_files.get(f) or skip(f):
+            continue
+        old = store.get_blob(a_files[f]) if f in a_files else None
+        new = store.get_blob(b_files[f]) if f in b_files else None
+        if memrules.is_index_name(f):
+            old = drop_index_lines(old, skip) if old is not None else None
+            new = drop_index_lines(new, skip) if new is not None else None
+            if old == new:
+                continue
+        a_label = f"a/{f}@{a.id[:12]}" if a and f in a_files else "/dev/null"
+        b_label = f"b/{f}@{b.id[:12]}" if f in b_files else "/dev/null"
+        out.extend(unified(old, new, a_label, b_label))
+    return out
+
+
+# ------------------------------------------------------------------- writing
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    file: str
+    name: str
+    description: str
+    why: str  # "same name", "same slug", "similar description", "similar body"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "name": self.name,
+            "description": self.description,
+            "why": self.why,
+        }
+
+
+@dataclass
+class WritePlan:
+    mdir: MemoryDir
+    file: str
+    path: Path
+    text: str  # the note's new content
+    index_path: Path
+    index_old: bytes | None
+    index_new: bytes
+    index_line: str
+    index_replaces: str | None  # the index line it changes, None when it adds one
+    note_old: bytes | None
+    head: str | None
+    duplicates: list[Duplicate]
+    revise: str | None
+    create: bool
+    kind: str = "write"
+
+    def preview(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "file": self.file,
+            "exists": self.note_old is not None,
+            "content": self.text,
+            "index": str(self.index_path),
+            "index_line": self.index_line,
+            "index_replaces": self.index_replaces,
+            "duplicates": [d.as_json() for d in self.duplicates],
+        }
+
+
+def _similar(a: str, b: str) -> float:
+    a, b = " ".join(a.lower().split()), " ".join(b.lower().split())
+    if not a or not b:
+        return 0.0
+    return difflib.SequenceMatcher(None, a, b).ratio()
+
+
+def near_duplicates(
+    directory: Path, file: str, note: memrules.Note, skip: str | None
+) -> list[Duplicate]:
+    """Notes of the directory that look like ``note``: same name or slug, or a
+    close description or body. ``skip``: the file being revised."""
+    out = []
+    for name, data in read_files(directory).items():
+        if name == skip or memrules.is_index_name(name):
+            continue
+        other, _ = memrules.parse_note(name, data)
+        split = memrules.split_file_name(name)
+        if other is None:
+            if split and split[1] == note.slug:
+                out.append(Duplicate(name, "", "", "same slug"))
+            continue
+        if note_key(other.name) == note_key(note.name):
+            why = "same name"
+        elif other.slug == note.slug:
+            why = "same slug"
+        elif _similar(other.description, note.description) >= 0.8:
+            why = "similar description"
+        elif _similar(other.body, note.body) >= 0.9:
+            why = "similar body"
+        else:
+            continue
+        out.append(Duplicate(name, other.name, other.description, why))
+    return out
+
+
+def drop_index_lines(data: bytes, hidden: Callable[[str], bool]) -> bytes:
+    """An index without the lines of the notes ``hidden`` names (exclusions:
+    not even a note's name and description are handed out)."""
+    out = []
+    for line in data.decode("utf-8", "replace").splitlines(keepends=True):
+        m = re.search(r"\]\(([^)]+)\)", line)
+        if m is None or not hidden(m.group(1)):
+            out.append(line)
+    return "".join(out).encode("utf-8")
+
+
+def index_file(directory: Path) -> str:
+    """The directory's index: ``MEMORY.md``, else another name in any case
+    (``memory.md``, ``INDEX.md``) that is there, else ``MEMORY.md`` (created)."""
+    if (directory / INDEX_FILE).is_file():
+        return INDEX_FILE
+    found = memrules.index_order(e.name for e in os.scandir(directory) if e.is_file())
+    return found[0] if found else INDEX_FILE
+
+
+def draft_fields(text: str) -> dict[str, Any]:
+    """The frontmatter of a draft note as a mapping ({} when it has none)."""
+    import yaml
+
+    lines = text.lstrip("\ufeff").splitlines()
+    if not lines or lines[0].strip() != "---":
+        return {}
+    try:
+        end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
+        data = yaml.safe_load("\n".join(lines[1:end]))
+    except (StopIteration, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _index_with(index_old: bytes | None, file: str, line: str) -> tuple[bytes, str | None]:
+    """The index with exactly one line added or changed: (new bytes, replaced line)."""
+    text = (index_old or b"").decode("utf-8-sig") if index_old else ""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    # lines as memrules.parse_index counts them: split on "\n" only
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    lines = [ln.removesuffix("\r") for ln in lines]
+    entries, _ = memrules.parse_index(INDEX_FILE, index_old or b"")
+    mine = [e for e in entries if e.file == file]
+    if len(mine) > 1:
+        raise BadInput(
+            f"{INDEX_FILE} lists {file} {len(mine)} times",
+            hint="remove the extra lines first (hs memory check shows them)",
+        )
+    if mine:
+        replaced = lines[mine[0].line - 1]
+        lines[mine[0].line - 1] = line
+    else:
+        replaced = None
+        lines.append(line)
+    bom = "\ufeff" if index_old and index_old.startswith(b"\xef\xbb\xbf") else ""
+    return (bom + newline.join(lines) + newline).encode("utf-8"), replaced
+
+
+def plan_write(
+    store: Store,
+    mdir: MemoryDir,
+    *,
+    type_: str | None,
+    slug: str | None,
+    name: str,
+    description: str,
+    body: str,
+    revise: str | None = None,
+    create: bool = False,
+    kind: str = "write",
+    text: str | None = None,
+) -> WritePlan:
+    """Everything a write will do, checked before anything is written. ``text``:
+    the note's whole content (a restore), else rendered from the fields."""
+    index_warn_tokens(store)  # a bad setting is refused before anything is written
+    directory = mdir.path
+    target_file: str | None = None
+    if revise is not None:
+        files = {f: "" for f in read_files(directory)}
+        target_file = _find_in_dir(directory, files, revise)
+        split = memrules.split_file_name(target_file)
+        assert split is not None
+        if (type_ is not None and type_ != split[0]) or (slug is not None and slug != split[1]):
+            raise BadInput(
+                f"--revise {revise} keeps its file {target_file}; --type/--slug differ",
+                hint="leave out --type and --slug, or write a new note with --create",
+            )
+        type_, slug = split
+    if type_ is None or slug is None:
+        raise BadInput(
+            "a memory needs --type and --slug", hint="e.g. --type feedback --slug use-tabs"
+        )
+    memrules.check_type(type_)
+    memrules.check_slug(slug)
+    file = memrules.note_file_name(type_, slug)
+    if text is None:
+        if not name.strip() or not description.strip():
+            raise BadInput("a memory needs a non-empty --name and --description")
+        text = memrules.render_note(type_, name.strip(), description.strip(), body)
+    data = text.encode("utf-8")
+    note, violations = memrules.parse_note(file, data)
+    if violations or note is None:
+        v = violations[0] if violations else None
+        raise BadInput(
+            f"the note breaks a rule: {v}" if v else "the note cannot be parsed",
+            hint="fix the draft; `hs memory check` explains every rule",
+        )
+    path = _inside(directory, file)
+    note_old = path.read_bytes() if path.exists() else None
+    if note_old is not None and revise is None and kind == "write":
+        raise Conflict(
+            f"{file} exists in {directory}",
+            hint=f"revise it with --revise {file}, or choose another --slug",
+        )
+    dups = near_duplicates(directory, file, note, skip=file if revise or kind != "write" else None)
+    index_path = _inside(directory, index_file(directory))
+    index_old = index_path.read_bytes() if index_path.exists() else None
+    line = memrules.index_line(note.name, file, note.description)
+    index_new, replaced = _index_with(index_old, file, line)
+    return WritePlan(
+        mdir,
+        file,
+        path,
+        text,
+        index_path,
+        index_old,
+        index_new,
+        line,
+        replaced,
+        note_old,
+        head(store, mdir.scope),
+        dups,
+        revise,
+        create,
+        kind,
+    )
+
+
+def _find_in_dir(directory: Path, files: dict[str, str], name: str) -> str:
+    key = note_key(name)
+    for f in files:
+        if f.lower() in (key, key + ".md"):
+            return f
+    hits = []
+    for f in files:
+        if memrules.is_index_name(f):
+            continue
+        split = memrules.split_file_name(f)
+        note, _ = memrules.parse_note(f, (directory / f).read_bytes())
+        if (split and split[1] == key) or (note is not None and note_key(note.name) == key):
+            hits.append(f)
+    if len(hits) == 1:
+        return hits[0]
+    if hits:
+        from .errors import Ambiguous
+
+        raise Ambiguous(f"memory {name!r} is ambiguous", sorted(hits), hint="give the file name")
+    raise NotFound(
+        f"no memory {name!r} in {directory}", hint="see the notes with `hs memory check`"
+    )
+
+
+@dataclass
+class WriteResult:
+    file: str
+    path: Path
+    operation: Operation | None
+    revision: str | None
+    index_line: str
+    warning: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "path": str(self.path),
+            "operation": self.operation.op if self.operation else None,
+            "revision": self.revision,
+            "index_line": self.index_line,
+            "warning": self.warning,
+        }
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    """The one place a write touches the memory directory (tests inject faults here)."""
+    atomic_write(path, data)
+
+
+def _restore(path: Path, data: bytes | None) -> bool:
+    """Put a file back to ``data`` (None: remove it); True when it reads back so."""
+    try:
+        if data is None:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            fsync_dir(path.parent)
+            return not path.exists()
+        atomic_write(path, data)
+        return path.read_bytes() == data
+    except OSError:
+        return False
+
+
+def _new_violations(
+    before: list[memrules.Violation], after: list[memrules.Violation]
+) -> list[memrules.Violation]:
+    seen = {(v.file, v.rule, v.message) for v in before}
+    return [v for v in after if (v.file, v.rule, v.message) not in seen]
+
+
+def apply_write(store: Store, plan: WritePlan, *, command: str) -> WriteResult:
+    """Write the note and its index line, check both, record a revision.
+
+    Refuses a plan with near-duplicates unless it revises or ``create`` is set."""
+    if plan.duplicates and plan.revise is None and not plan.create and plan.kind == "write":
+        d = plan.duplicates[0]
+        raise Conflict(
+            f"{d.file} looks like this note ({d.why})",
+            hint=f"revise it with --revise {d.file}, or write a separate note with --create",
+        )
+    directory = plan.mdir.path
+    with store.lock():
+        # the directory must still be what the preview showed
+        now_note = plan.path.read_bytes() if plan.path.exists() else None
+        now_index = plan.index_path.read_bytes() if plan.index_path.exists() else None
+        if now_note != plan.note_old or now_index != plan.index_old:
+            raise Conflict(
+                f"{directory} changed since the preview",
+                hint="run the command again to see the new preview",
+            )
+        if head(store, plan.mdir.scope) != plan.head:
+            raise Conflict(
+                f"the {plan.mdir.scope.label} memory was recorded meanwhile",
+                hint="run the command again",
+            )
+        before = memrules.check_dir(directory)
+        pre_files = read_files(directory)
+        # the directory as it was is recorded first, so undo and diff show only
+        # this write (agents may have edited it since the last snapshot)
+        record(
+            store,
+            plan.mdir.scope,
+            pre_files,
+            kind="snapshot",
+            message="snapshot before write",
+            command=command + " (snapshot)",
+            directory=directory,
+        )
+        written: list[tuple[Path, bytes | None]] = []
+        try:
+            written.append((plan.path, plan.note_old))
+            _write_file(plan.path, plan.text.encode("utf-8"))
+            written.append((plan.index_path, plan.index_old))
+            _write_file(plan.index_path, plan.index_new)
+            problems = _check_written(plan, before)
+            if problems:
+                raise _Blocked(problems[0])
+            files = read_files(directory)
+            op, rev = record(
+                store,
+                plan.mdir.scope,
+                files,
+                kind=plan.kind,
+                message=f"{plan.kind} {plan.file}",
+                command=command,
+                directory=directory,
+            )
+        except Exception as e:
+            ok = all(_restore(p, old) for p, old in reversed(written))
+            what = e.message if isinstance(e, HistError) else f"{type(e).__name__}: {e}"
+            raise WriteBlocked(
+                f"blocked: {what}; rollback {'succeeded' if ok else 'FAILED'}",
+                hint="every file was put back as it was"
+                if ok
+                else f"check {plan.path} and {plan.index_path} by hand",
+            ) from None
+    warning = _index_warning(store, plan)
+    return WriteResult(plan.file, plan.path, op, rev, plan.index_line, warning)
+
+
+class _Blocked(HistError):
+    pass
+
+
+def _check_written(plan: WritePlan, before: list[memrules.Violation]) -> list[str]:
+    """Read both files back and check every rule: what this write broke."""
+    after = memrules.check_dir(plan.mdir.path)
+    problems = [f"{v.rule}: {v}" for v in _new_violations(before, after)]
+    if plan.path.read_bytes() != plan.text.encode("utf-8"):
+        problems.append(f"{plan.file} does not read back as written")
+    if plan.index_path.read_bytes() != plan.index_new:
+        problems.append(f"{plan.index_path.name} does not read back as written")
+    _note, violations = memrules.parse_note(plan.file, plan.path.read_bytes())
+    problems += [f"{v.rule}: {v}" for v in violations]
+    entries, _ = memrules.parse_index(plan.index_path.name, plan.index_path.read_bytes())
+    if sum(1 for e in entries if e.file == plan.file) != 1:
+        problems.append(f"index-entry: {plan.index_path.name} does not list {plan.file} once")
+    return problems
+
+
+def _index_warning(store: Store, plan: WritePlan) -> str | None:
+    limit = index_warn_tokens(store)
+    if limit == 0:
+        return None
+    before = memrules.estimate_tokens((plan.index_old or b"").decode("utf-8", "replace"))
+    after = memrules.estimate_tokens(plan.index_new.decode("utf-8", "replace"))
+    if before <= limit < after:
+        return (
+            f"{plan.index_path.name} is now ~{after} tokens, past memory.index_warn_tokens "
+            f"({limit}): tighten long descriptions"
+        )
+    return None
+
+
+def plan_restore(store: Store, mdir: MemoryDir, name: str, rev_text: str) -> WritePlan:
+    """A write that puts a note back as it was at a revision (a new revision;
+    the old ones stay)."""
+    file, data, rev = note_at(store, mdir.scope, name, rev_text)
+    split = memrules.split_file_name(file)
+    if split is None:
+        raise BadInput(f"{file} is not a memory note", hint="restore names a note, not the index")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"{file}@{rev.id[:12]} is not UTF-8 text: it cannot be restored") from None
+    return plan_write(
+        store,
+        mdir,
+        type_=split[0],
+        slug=split[1],
+        name="",
+        description="",
+        body="",
+        kind="restore",
+        text=text,
+    )
+
+
+# ---------------------------------------------------------------------- undo
+
+
+def undo_files(store: Store, op: Operation, inverse: list[RefChange]) -> Callable[[], None] | None:
+    """Before an undo moves memory refs (lock held): check that each directory
+    the operation wrote still holds what it wrote, and return the step that puts
+    the files back as they were before it (None: nothing to do on disk).
+    Refuses with Conflict when the directory changed since."""
+    mem = [c for c in inverse if c.ref.startswith(PREFIX)]
+    directory = op.extra.get("dir")
+    if not mem or not isinstance(directory, str):
+        return None
+    if op.extra.get("memory_kind") not in FILE_KINDS:
+        # a snapshot recorded what was on disk and changed no file: undoing it
+        # un-records it and leaves the directory alone
+        return None
+    path = Path(directory)
+    if not path.is_dir():
+        return None
+    steps: list[tuple[Path, bytes | None]] = []
+    for c in mem:
+        now_tree = load_tree(store, load_revision(store, c.old).tree) if c.old else {}
+        back_tree = load_tree(store, load_revision(store, c.new).tree) if c.new else {}
+        current = read_files(path)
+        for f in sorted(set(now_tree) | set(back_tree)):
+            want_now = store.get_blob(now_tree[f]) if f in now_tree else None
+            have = current.get(f)
+            if have is not None and want_now is not None and _redacted(store, have) != want_now:
+                raise Conflict(
+                    f"{f} in {path} changed since operation {op.op}",
+                    hint="record it with `hs memory snapshot` first, then undo that too",
+                )
+            if (have is None) != (want_now is None):
+                raise Conflict(f"{f} in {path} changed since operation {op.op}")
+            if now_tree.get(f) != back_tree.get(f):
+                steps.append(
+                    (_inside(path, f), store.get_blob(back_tree[f]) if f in back_tree else None)
+                )
+
+    def run() -> None:
+        for p, data in steps:
+            if data is None:
+                with contextlib.suppress(FileNotFoundError):
+                    p.unlink()
+                fsync_dir(p.parent)
+            else:
+                atomic_write(p, data)
+
+    return run
+
+
+# -------------------------------------------------------------------- prompt
+
+
+@dataclass(frozen=True)
+class PromptPart:
+    what: str  # "identity", "model note", "index"
+    scope: str
+    file: str
+    text: str
+
+    @property
+    def tokens(self) -> int:
+        return memrules.estimate_tokens(self.text)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "what": self.what,
+            "scope": self.scope,
+            "file": self.file,
+            "tokens": self.tokens,
+            "text": self.text,
+        }
+
+
+def prompt(
+    store: Store, model: str, dirs: list[MemoryDir], hidden: Callable[[Scope, str], bool]
+) -> list[PromptPart]:
+    """What a session on ``model`` gets: the identity memory, the model notes
+    that match (system scope, then project), then each scope's index."""
+    if not model.strip():
+        raise BadInput("no model given", hint="e.g. --model claude-sonnet-4-5")
+    identity: list[PromptPart] = []
+    notes: list[PromptPart] = []
+    indexes: list[PromptPart] = []
+    for mdir in sorted(dirs, key=lambda d: d.scope.project is not None):
+        files = read_files(mdir.path)
+        label = mdir.scope.label
+        for f, data in files.items():
+            if hidden(mdir.scope, f):
+                continue
+            text = data.decode("utf-8", "replace")
+            if memrules.is_index_name(f):
+                kept = [
+                    ln
+                    for ln in text.splitlines(keepends=True)
+                    if not _hidden_line(ln, mdir, hidden)
+                ]
+                indexes.append(PromptPart("index", label, f, "".join(kept)))
+                continue
+            note, _ = memrules.parse_note(f, data)
+            if note is None:
+                continue
+            if mdir.scope.project is None and f == IDENTITY_FILE:
+                identity.append(PromptPart("identity", label, f, text))
+            elif note.models is not None and memrules.model_matches(note.models, model):
+                notes.append(PromptPart("model note", label, f, text))
+    return identity + notes + indexes
+
+
+def _hidden_line(line: str, mdir: MemoryDir, hidden: Callable[[Scope, str], bool]) -> bool:
+    m = re.search(r"\]\(([^)]+)\)", line)
+    return m is not None and hidden(mdir.scope, m.group(1))
+
+
+# ---------------------------------------------------------------- forgetting
+
+
+TARGET_PREFIX = "memory@"
+
+
+def target_id(scope: Scope, file: str) -> str:
+    """The overlay target naming a note: ``memory@<scope>@<type>@<slug>``."""
+    split = memrules.split_file_name(file)
+    if split is None:
+        raise BadInput(f"{file} is not a memory note")
+    return f"{TARGET_PREFIX}{scope.id}@{split[0]}@{split[1]}"
+
+
+def parse_target(target: str) -> tuple[str, str] | None:
+    """(scope id, file) of a memory target, None when it is not one."""
+    if not target.startswith(TARGET_PREFIX):
+        return None
+    parts = target[len(TARGET_PREFIX) :].split("@")
+    if len(parts) != 3:
+        return None
+    return parts[0], f"{parts[1]}_{parts[2]}.md"
+
+
+# -------------------------------------------------------------------- recall
+
+
+@dataclass(frozen=True)
+class NoteHit:
+    scope: Scope
+    file: str
+    name: str
+    description: str
+    matched: int  # how many of the query's terms the note holds
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope.id,
+            "project": self.scope.project,
+            "file": self.file,
+            "name": self.name,
+            "description": self.description,
+            "matched": self.matched,
+            "target": target_id(self.scope, self.file),
+        }
+
+
+def search_notes(
+    store: Store,
+    terms: list[str],
+    project: str | None,
+    *,
+    everywhere: bool = False,
+    k: int = 3,
+) -> list[NoteHit]:
+    """The memory notes (newest revisions) holding the most of ``terms``, case
+    folded: the system scope and ``project``'s (every scope when
+    ``everywhere``). Notes the overlay hides are left out."""
+    from .overlay import Overlay
+
+    heads = scopes(store)
+    if not heads or not terms:
+        return []
+    wanted = {SYSTEM, scope_for(project).id} if project is not None else {SYSTEM}
+    overlay = Overlay.read(store)
+    need = max(1, -(-len(terms) // 2))
+    hits = []
+    for scope_id, rev_id in sorted(heads.items()):
+        if not everywhere and scope_id not in wanted:
+            continue
+        rev = load_revision(store, rev_id)
+        scope = Scope(scope_id, rev.project)
+        for file, blob in sorted(load_tree(store, rev.tree).items()):
+            if memrules.is_index_name(file) or memrules.split_file_name(file) is None:
+                continue
+            marker = overlay.markers.get(target_id(scope, file))
+            if marker is not None and marker.active:
+                continue
+            data = store.get_blob(blob)
+            text = data.decode("utf-8", "replace").casefold()
+            matched = sum(1 for t in terms if t.casefold() in text)
+            if matched < need:
+                continue
+            note, _ = memrules.parse_note(file, data)
+            name = note.name if note else file
+            description = note.description if note else ""
+            hits.append(NoteHit(scope, file, name, description, matched))
+    hits.sort(key=lambda h: (-h.matched, h.scope.id, h.file))
+    return hits[:k]
+
+
+# ---------------------------------------------------------------------- sync
+
+
+def follow(store: Store, scope: Scope, old_rev: str | None, new_rev: str) -> str | None:
+    """After a sync moved a scope's ref from ``old_rev`` to ``new_rev``: bring
+    the directory config.toml names for the scope along, as ``git pull`` does a
+    clean work tree — only when it still holds exactly ``old_rev``'s files (no
+    edit is ever overwritten). Returns what happened, for the person, or None
+    when the scope has no directory here."""
+    key = SYSTEM if scope.project is None else scope.project
+    if key not in configured_dirs(store):
+        return None
+    try:
+        mdir = memory_dir(store, scope, use_env=False)
+    except (BadInput, NotFound) as e:
+        return f"{scope.label} memory directory not updated: {e.message}"
+    before = load_tree(store, load_revision(store, old_rev).tree) if old_rev else {}
+    after = load_tree(store, load_revision(store, new_rev).tree)
+    with store.lock():
+        current = read_files(mdir.path)
+        recorded = {f: hash_object("blob", _redacted(store, d)) for f, d in current.items()}
+        if recorded != before:
+            return (
+                f"{mdir.path} has edits not recorded: left as it is; record them with "
+                "`hs memory snapshot`, then sync again"
+            )
+        changed = 0
+        for f in sorted(set(before) | set(after)):
+            if before.get(f) == after.get(f):
+                continue
+            path = _inside(mdir.path, f)
+            if f in after:
+                atomic_write(path, store.get_blob(after[f]))
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            changed += 1
+        if changed:
+            fsync_dir(mdir.path)
+    return f"{mdir.path}: {changed} file{'s' if changed != 1 else ''} updated" if changed else None

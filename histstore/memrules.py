@@ -1,0 +1,859 @@
+"""The rules a memory directory follows: note files, their frontmatter, the index.
+
+Pure validation and rendering: nothing here touches a store, prints or exits.
+``histstore.memory`` calls it before every write and ``hs memory check`` reports
+what :func:`check_dir` finds. Each finding is a :class:`Violation` whose ``rule``
+is a stable id (scripts match on it; the wording of ``message`` may change):
+
+=====================  ====================================================
+``file-name``          a ``*.md`` file that is neither the index nor
+                       ``<type>_<slug>.md`` (or a second index file)
+``frontmatter``        no ``---`` frontmatter, not closed, or not a mapping
+``yaml``               the frontmatter is not valid YAML (line = the real line)
+``name``               ``name`` missing, not a string, empty or holding a comma
+``description``        ``description`` missing, not a string or empty
+``type``               ``type`` missing or not one of :data:`TYPES`
+``type-mismatch``      ``type`` differs from the type in the file name
+``why``                a feedback/project note without ``**Why:**``
+``how-to-apply``       a feedback/project note without ``**How to apply:**``
+``model-line``         a model note without a ``models: <globs>`` first line
+``index-entry``        an index line that is not an entry, heading, comment
+                       or blank, or an entry naming no memory file
+``index-line-length``  an index entry over :data:`MAX_INDEX_LINE` characters
+``index-name-comma``   an index entry whose name holds a comma
+``index-missing``      a memory file with no index entry (or no index at all)
+``index-dangling``     an index entry naming a file that does not exist
+``index-duplicate``    a second index entry for one memory file
+``encoding``           not UTF-8
+``binary``             holds a NUL byte
+``size``               over :data:`MAX_NOTE_BYTES` / :data:`MAX_INDEX_BYTES`
+``symlink``            a symlink leading outside the directory, or nowhere
+``unreadable``         the file cannot be opened (permissions)
+=====================  ====================================================
+
+A note file::
+
+    ---
+    name: Use tabs
+    description: The user wants tabs, not spaces, in Go files
+    type: feedback
+    ---
+
+    Indent Go with tabs. **Why:** gofmt. **How to apply:** every .go edit.
+
+The index, ``MEMORY.md``, holds one line per note, ``- [<name>](<file>) — <description>``,
+plus blank lines, ``#`` headings and one-line ``<!-- comments -->``.
+
+Model notes: a note named ``model_notes_<something>`` applies only to some models.
+Its first non-blank body line is ``models: <pattern>|<pattern>...``. A pattern is an
+fnmatch glob (case-insensitive) matched against the model's bare name (see
+:func:`bare_model_name`) and against its whole lower-cased name; the pattern
+``small`` instead matches every model whose bare name holds one of the words
+:data:`SMALL_WORDS` (``haiku``, ``mini``, ``nano``, ``small``, ``flash``, ``lite``)
+as a word of its own between hyphens, dots or other separators, so
+``gpt-4o-mini`` and ``gemini-2.5-flash`` are small but ``gemini-2.5-pro`` is not
+(its ``gemini`` merely contains ``mini``).
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import os
+import re
+import stat
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, ScalarNode
+
+from .errors import BadInput, NotFound
+
+TYPES = ("feedback", "project", "user", "reference")
+MAX_SLUG = 40
+MAX_INDEX_LINE = 150
+MAX_NOTE_BYTES = 64 * 1024
+MAX_INDEX_BYTES = 64 * 1024
+INDEX_FILE = "MEMORY.md"
+#: File names (compared case-insensitively) that are the index, never a memory.
+#: The first is the one histstore writes.
+INDEX_NAMES = ("MEMORY.md", "INDEX.md")
+MODEL_NOTE_PREFIX = "model_notes_"
+SMALL_WORDS = ("haiku", "mini", "nano", "small", "flash", "lite")
+NEEDS_WHY = ("feedback", "project")
+WHY = "**Why:**"
+HOW_TO_APPLY = "**How to apply:**"
+
+_TYPE_LIST = ", ".join(TYPES)
+_SLUG_RE = re.compile(r"[a-z0-9][a-z0-9-]*")
+_FILE_RE = re.compile(rf"({'|'.join(TYPES)})_([a-z0-9][a-z0-9-]{{0,{MAX_SLUG - 1}}})\.md")
+# An index entry. The name is matched lazily so a description holding "](" cannot
+# steal it; index_line() refuses any name this would not give back unchanged.
+_ENTRY_RE = re.compile(r"- \[(?P<name>.+?)\]\((?P<file>[^()\s]+)\)\s+[—-]\s+(?P<desc>\S.*)")
+_MODELS_RE = re.compile(r"models:(?P<value>.*)")
+_DATE_SUFFIX_RE = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
+_BRACKET_SUFFIX_RE = re.compile(r"\[[^\[\]]*\]$")
+_BOM = b"\xef\xbb\xbf"
+_SHOW_MAX = 60
+_INDEX_INDEX = {n.lower(): i for i, n in enumerate(INDEX_NAMES)}
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule: where (file, 1-based line) and what to do about it."""
+
+    file: str
+    line: int
+    rule: str
+    message: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "rule": self.rule, "message": self.message}
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message} [{self.rule}]"
+
+
+@dataclass(frozen=True)
+class Note:
+    """A memory note as read from its file. ``body`` is stripped of the blank
+    lines that open it and of trailing white space; ``body_line`` is the line of
+    the file where it starts."""
+
+    file: str
+    type: str
+    slug: str
+    name: str
+    description: str
+    frontmatter: dict[str, Any]
+    body: str
+    body_line: int
+    models: list[str] | None
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One ``- [name](file) — description`` line of the index (``text`` as written)."""
+
+    line: int
+    name: str
+    file: str
+    description: str
+    text: str
+
+
+# --- names ------------------------------------------------------------------------
+
+
+def is_index_name(name: str) -> bool:
+    """Whether ``name`` is an index file (``MEMORY.md``, ``INDEX.md``, in any case)."""
+    return name.lower() in _INDEX_INDEX
+
+
+def index_order(names: Iterable[str]) -> list[str]:
+    """The index files among ``names``, the one that is the index first:
+    ``MEMORY.md``, then its other spellings, then ``INDEX.md`` and its spellings."""
+    return sorted(
+        (n for n in names if is_index_name(n)),
+        key=lambda n: (_INDEX_INDEX[n.lower()], n != INDEX_NAMES[_INDEX_INDEX[n.lower()]], n),
+    )
+
+
+def split_file_name(file_name: str) -> tuple[str, str] | None:
+    """``"feedback_use-tabs.md"`` -> ``("feedback", "use-tabs")``; None for any other name."""
+    m = _FILE_RE.fullmatch(file_name)
+    return (m.group(1), m.group(2)) if m else None
+
+
+def check_type(type_: str) -> str:
+    """``type_`` if it is a memory type, else :class:`BadInput`."""
+    if type_ not in TYPES:
+        raise BadInput(f"unknown memory type {_show(type_)}", hint=f"use one of {_TYPE_LIST}")
+    return type_
+
+
+def check_slug(slug: str) -> str:
+    """``slug`` if it is a valid slug, else :class:`BadInput` with a suggestion."""
+    problem = _slug_problem(slug)
+    if problem is None:
+        return slug
+    suggestion = _slugify(slug)
+    hint = "use lowercase letters, digits and hyphens, starting with a letter or digit"
+    if suggestion and suggestion != slug:
+        hint += f", e.g. {suggestion}"
+    raise BadInput(f"slug {_show(slug)} {problem}", hint=hint)
+
+
+def note_file_name(type_: str, slug: str) -> str:
+    """The file name of a note, ``<type>_<slug>.md``, after checking both parts."""
+    return f"{check_type(type_)}_{check_slug(slug)}.md"
+
+
+def _slug_problem(slug: str) -> str | None:
+    if not slug:
+        return "is empty"
+    if len(slug) > MAX_SLUG:
+        return f"is {len(slug)} characters, over the limit of {MAX_SLUG}"
+    if not _SLUG_RE.fullmatch(slug):
+        bad = next((c for c in slug if not (c.isascii() and (c.isdigit() or c.islower()))), "")
+        if bad and bad != "-":
+            return f"holds {bad!r}, which a slug cannot hold"
+        return "must start with a letter or digit"
+    return None
+
+
+def _slugify(text: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:MAX_SLUG].rstrip("-")
+
+
+def _show(text: str) -> str:
+    """A short, one-line, quoted rendering of untrusted text for a message."""
+    if len(text) > _SHOW_MAX:
+        text = text[: _SHOW_MAX - 3] + "..."
+    return repr(text)
+
+
+def _safe_name(name: str) -> str:
+    """A file name as it may appear in a violation: non-printable characters escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
+
+
+def _file_name_violation(file_name: str) -> Violation:
+    shown = _safe_name(file_name)
+    if is_index_name(file_name):
+        return _v(shown, 1, "file-name", f"{shown} is an index file, not a memory note")
+    hint = f"name it <type>_<slug>.md (type: {_TYPE_LIST}) or move it out of the directory"
+    head, sep, rest = file_name.partition("_")
+    if sep and head.lower() in TYPES and rest.lower().endswith(".md"):
+        slug = _slugify(rest[:-3])
+        if slug:
+            hint = f"rename it to {head.lower()}_{slug}.md"
+    return _v(shown, 1, "file-name", f"{shown} is not a memory file name: {hint}")
+
+
+def _v(file: str, line: int, rule: str, message: str) -> Violation:
+    return Violation(file, line, rule, " ".join(message.split()))
+
+
+# --- notes ------------------------------------------------------------------------
+
+
+def _dump_field(key: str, value: str) -> str:
+    """One ``key: value`` frontmatter line; the value is quoted so YAML gives it back."""
+    if value.isprintable():
+        out = yaml.safe_dump(
+            {key: value}, default_flow_style=False, allow_unicode=True, width=1 << 30
+        )
+    else:
+        # line breaks, tabs, control characters: a double-quoted scalar escapes them
+        # all (plain dumping folds some, e.g. U+0085, and loses them)
+        out = yaml.safe_dump(
+            {key: value},
+            default_flow_style=False,
+            allow_unicode=True,
+            width=1 << 30,
+            default_style='"',
+        )
+        out = key + out[len(key) + 2 :]  # unquote the key: '"name": ...' -> 'name: ...'
+    if out.count("\n") != 1 or yaml.safe_load(out) != {key: value}:
+        raise BadInput(f"the {key} {_show(value)} cannot be written as frontmatter")
+    return out
+
+
+def render_note(type_: str, name: str, description: str, body: str) -> str:
+    """The canonical text of a note file.
+
+    Refuses (:class:`BadInput`) what would break a frontmatter rule: an unknown type,
+    an empty name or description, a name holding a comma. The body rules (``why``,
+    ``how-to-apply``, ``model-line``) are :func:`parse_note`'s to report.
+    """
+    check_type(type_)
+    if not name.strip():
+        raise BadInput("the name is empty", hint="give the note a short title")
+    if "," in name:
+        raise BadInput(
+            f"the name {_show(name)} holds a comma, which the index cannot hold",
+            hint="use another word or a dash instead of the comma",
+        )
+    if not description.strip():
+        raise BadInput("the description is empty", hint="say in one line what the note holds")
+    text = "---\n" + "".join(
+        _dump_field(k, v)
+        for k, v in (("name", name), ("description", description), ("type", type_))
+    )
+    text += "---\n"
+    body = body.replace("\r\n", "\n").strip()
+    return text + ("\n" + body + "\n" if body else "")
+
+
+def _decode(file_name: str, data: bytes, limit: int) -> tuple[str | None, list[Violation]]:
+    """The text of a note or index file with LF line endings, or the violation."""
+    if len(data) > limit:
+        return None, [
+            _v(
+                file_name,
+                1,
+                "size",
+                f"is larger than {limit} bytes ({limit // 1024} KiB); split it or shorten it",
+            )
+        ]
+    nul = data.find(b"\0")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        return None, [_v(file_name, line, "binary", "holds a NUL byte: it is not a text file")]
+    skip = len(_BOM) if data.startswith(_BOM) else 0
+    try:
+        text = data[skip:].decode("utf-8")
+    except UnicodeDecodeError as e:
+        at = skip + e.start
+        return None, [
+            _v(
+                file_name,
+                data.count(b"\n", 0, at) + 1,
+                "encoding",
+                f"is not UTF-8 (bad byte at offset {at}): save the file as UTF-8",
+            )
+        ]
+    return text.replace("\r\n", "\n"), []
+
+
+def _is_fence(line: str) -> bool:
+    return line.rstrip() == "---"
+
+
+def _load_frontmatter(file_name: str, source: str) -> tuple[Any, dict[str, int], list[Violation]]:
+    """The YAML value of the frontmatter, the file line of each top-level key, and
+    any ``yaml`` violation. ``source`` starts on line 2 of the file."""
+
+    def file_line(index: int) -> int:
+        return 2 + source.count("\n", 0, max(0, index))
+
+    def broken(index: int | None, what: str) -> tuple[Any, dict[str, int], list[Violation]]:
+        line = file_line(index) if index is not None else 2
+        return None, {}, [_v(file_name, line, "yaml", f"frontmatter is not valid YAML: {what}")]
+
+    try:
+        loader = yaml.SafeLoader(source)
+    except yaml.reader.ReaderError as e:  # a character YAML does not allow
+        return broken(e.position, f"character #x{e.character:04x} is not allowed: remove it")
+    try:
+        node = loader.get_single_node()
+        value = loader.construct_document(node) if node is not None else None
+    except yaml.reader.ReaderError as e:
+        return broken(e.position, f"character #x{e.character:04x} is not allowed: remove it")
+    except yaml.MarkedYAMLError as e:
+        # the problem's line; but a problem found only at the end (an unclosed quote
+        # or bracket) is reported where the unclosed thing starts
+        mark = e.problem_mark
+        if e.context_mark is not None and (mark is None or mark.index >= len(source.rstrip())):
+            mark = e.context_mark
+        what = ": ".join(p for p in (e.context, e.problem) if p) or "broken YAML"
+        return broken(
+            mark.index if mark is not None else None,
+            f"{what}; quote values that hold ': ' or ' #' or start with a special character",
+        )
+    except yaml.YAMLError as e:
+        return broken(None, str(e))
+    finally:
+        loader.dispose()
+    lines: dict[str, int] = {}
+    if isinstance(node, MappingNode):
+        for key, _ in node.value:
+            if isinstance(key, ScalarNode) and key.value not in lines:
+                lines[key.value] = file_line(key.start_mark.index)
+    return value, lines, []
+
+
+def parse_note(file_name: str, data: bytes) -> tuple[Note | None, list[Violation]]:
+    """Every rule for one note file (its name and its bytes).
+
+    The note is None when the file cannot be read as a note at all (bad name, bad
+    bytes, no frontmatter, broken YAML); otherwise it comes back even when some
+    rule is broken, so check the violations. ``Note.type`` is the file name's type.
+    """
+    out: list[Violation] = []
+    parts = split_file_name(file_name)
+    if parts is None:
+        out.append(_file_name_violation(file_name))
+    text, bad = _decode(file_name, data, MAX_NOTE_BYTES)
+    if text is None:
+        return None, out + bad
+    lines = text.split("\n")
+    if not lines or not _is_fence(lines[0]):
+        out.append(
+            _v(
+                file_name,
+                1,
+                "frontmatter",
+                "no frontmatter: start the file with a --- line, then name, description "
+                "and type, then a closing --- line",
+            )
+        )
+        return None, out
+    close = next((i for i in range(1, len(lines)) if _is_fence(lines[i])), None)
+    if close is None:
+        out.append(
+            _v(
+                file_name,
+                1,
+                "frontmatter",
+                "the frontmatter is not closed: add a --- line after it",
+            )
+        )
+        return None, out
+    value, key_lines, bad = _load_frontmatter(file_name, "\n".join(lines[1:close]) + "\n")
+    if bad:
+        return None, out + bad
+    if not isinstance(value, dict):
+        what = "empty" if value is None else f"a {type(value).__name__}"
+        out.append(
+            _v(
+                file_name,
+                2 if value is not None else 1,
+                "frontmatter",
+                f"the frontmatter is {what}, not a mapping: write name:, description: "
+                "and type: lines",
+            )
+        )
+        return None, out
+    frontmatter: dict[str, Any] = value
+
+    def field(key: str, rule: str, what: str) -> str | None:
+        line = key_lines.get(key, 1)
+        v = frontmatter.get(key)
+        if key not in frontmatter:
+            out.append(_v(file_name, 1, rule, f"the frontmatter has no {key}: add {key}: {what}"))
+        elif not isinstance(v, str):
+            out.append(_v(file_name, line, rule, f"{key} must be text: put the value in quotes"))
+        elif not v.strip():
+            out.append(_v(file_name, line, rule, f"{key} is empty: give {what}"))
+        else:
+            return v
+        return None
+
+    name = field("name", "name", "a short title")
+    if name is not None and "," in name:
+        out.append(
+            _v(
+                file_name,
+                key_lines.get("name", 1),
+                "name",
+                f"the name {_show(name)} holds a comma, which the index cannot hold: "
+                "use another word or a dash",
+            )
+        )
+    description = field("description", "description", "one line saying what the note holds")
+    fm_type = field("type", "type", f"one of {_TYPE_LIST}")
+    if fm_type is not None and fm_type not in TYPES:
+        out.append(
+            _v(
+                file_name,
+                key_lines.get("type", 1),
+                "type",
+                f"type {_show(fm_type)} is not a memory type: use one of {_TYPE_LIST}",
+            )
+        )
+        fm_type = None
+    if parts is not None and fm_type is not None and fm_type != parts[0]:
+        out.append(
+            _v(
+                file_name,
+                key_lines.get("type", 1),
+                "type-mismatch",
+                f"type is {fm_type} but the file name says {parts[0]}: change one to match",
+            )
+        )
+
+    first = next((i for i in range(close + 1, len(lines)) if lines[i].strip()), None)
+    body = "\n".join(lines[first:]).rstrip() if first is not None else ""
+    body_line = (first if first is not None else close + 1) + 1
+    note_type = parts[0] if parts is not None else fm_type
+    if note_type in NEEDS_WHY:
+        for marker, rule, what in (
+            (WHY, "why", "why the rule holds"),
+            (HOW_TO_APPLY, "how-to-apply", "when and how to apply it"),
+        ):
+            if marker not in body:
+                out.append(
+                    _v(
+                        file_name,
+                        body_line,
+                        rule,
+                        f"a {note_type} note needs {marker} in its body: say {what}",
+                    )
+                )
+
+    models: list[str] | None = None
+    if name is not None and name.startswith(MODEL_NOTE_PREFIX) and name != MODEL_NOTE_PREFIX:
+        m = _MODELS_RE.fullmatch(lines[first].strip()) if first is not None else None
+        globs = [g.strip() for g in m.group("value").split("|")] if m else []
+        globs = [g for g in globs if g]
+        if globs:
+            models = globs
+        else:
+            out.append(
+                _v(
+                    file_name,
+                    body_line,
+                    "model-line",
+                    "a model note must open its body with a line 'models: <glob>|<glob>' "
+                    "(or 'models: small')",
+                )
+            )
+
+    if parts is None:
+        return None, out
+    note = Note(
+        file=file_name,
+        type=parts[0],
+        slug=parts[1],
+        name=name or "",
+        description=description or "",
+        frontmatter=frontmatter,
+        body=body,
+        body_line=body_line,
+        models=models,
+    )
+    return note, out
+
+
+# --- the index --------------------------------------------------------------------
+
+
+def _entry_parts(text: str) -> tuple[str, str, str] | None:
+    m = _ENTRY_RE.fullmatch(text.rstrip())
+    if m is None:
+        return None
+    return m.group("name").strip(), m.group("file"), m.group("desc").strip()
+
+
+def index_line(name: str, file_name: str, description: str) -> str:
+    """The exact index line of a note: ``- [<name>](<file>) — <description>``.
+
+    White space in the name and description is collapsed to single spaces. Refuses
+    (:class:`BadInput`) a line the index rules would refuse, and control characters.
+    """
+    name = " ".join(name.split())
+    description = " ".join(description.split())
+    if split_file_name(file_name) is None:
+        raise BadInput(
+            f"{_show(file_name)} is not a memory file name",
+            hint=f"memory files are named <type>_<slug>.md (type: {_TYPE_LIST})",
+        )
+    if not name:
+        raise BadInput("the name is empty", hint="give the note a short title")
+    if "," in name:
+        raise BadInput(
+            f"the name {_show(name)} holds a comma, which the index cannot hold",
+            hint="use another word or a dash instead of the comma",
+        )
+    if not description:
+        raise BadInput("the description is empty", hint="say in one line what the note holds")
+    for what, text in (("name", name), ("description", description)):
+        if any(unicodedata.category(c) == "Cc" for c in text):
+            raise BadInput(
+                f"the {what} {_show(text)} holds a control character",
+                hint="remove it: an index line is plain text",
+            )
+    line = f"- [{name}]({file_name}) — {description}"
+    over = len(line) - MAX_INDEX_LINE
+    if over > 0:
+        room = max(0, len(description) - over)
+        raise BadInput(
+            f"the index line for {file_name} is {len(line)} characters, "
+            f"{over} over the limit of {MAX_INDEX_LINE}",
+            hint=f"shorten the description to {room} characters or fewer",
+        )
+    if _entry_parts(line) != (name, file_name, description):
+        raise BadInput(
+            f"the name {_show(name)} cannot be read back from the index",
+            hint="leave ']' and '(' out of the name",
+        )
+    return line
+
+
+def parse_index(file_name: str, data: bytes) -> tuple[list[IndexEntry], list[Violation]]:
+    """The entries of an index file and every line rule it breaks.
+
+    An entry that names no memory file is reported (``index-entry``) and left out.
+    """
+    text, bad = _decode(file_name, data, MAX_INDEX_BYTES)
+    if text is None:
+        return [], bad
+    entries: list[IndexEntry] = []
+    out: list[Violation] = []
+    for n, raw in enumerate(text.split("\n"), start=1):
+        s = raw.strip()
+        if not s or s.startswith("#") or (s.startswith("<!--") and s.endswith("-->")):
+            continue
+        parts = _entry_parts(raw) if raw.startswith("- ") else None
+        if parts is None:
+            out.append(
+                _v(
+                    file_name,
+                    n,
+                    "index-entry",
+                    "not an index entry: write '- [name](file.md) — description' "
+                    "(blank lines, # headings and <!-- comments --> are allowed too)",
+                )
+            )
+            continue
+        name, file, description = parts
+        if len(raw) > MAX_INDEX_LINE:
+            out.append(
+                _v(
+                    file_name,
+                    n,
+                    "index-line-length",
+                    f"the entry is {len(raw)} characters, {len(raw) - MAX_INDEX_LINE} over "
+                    f"the limit of {MAX_INDEX_LINE}: shorten the description",
+                )
+            )
+        if "," in name:
+            out.append(
+                _v(
+                    file_name,
+                    n,
+                    "index-name-comma",
+                    f"the name {_show(name)} holds a comma: use another word or a dash",
+                )
+            )
+        if split_file_name(file) is None:
+            out.append(
+                _v(
+                    file_name,
+                    n,
+                    "index-entry",
+                    f"the entry points at {_show(file)}, which is not a memory file name "
+                    f"(<type>_<slug>.md in this directory)",
+                )
+            )
+            continue
+        entries.append(IndexEntry(n, name, file, description, raw))
+    return entries, out
+
+
+# --- a whole directory ------------------------------------------------------------
+
+
+def _read(root: Path, path: Path, limit: int) -> bytes | Violation | None:
+    """At most ``limit + 1`` bytes of a file in the directory; a violation when it is
+    a symlink leading outside (not followed) or cannot be read; None when it is
+    not a regular file (a directory, a fifo) or vanished."""
+    shown = path.name
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return None
+    target = path
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return _v(
+                shown, 1, "symlink", "is a symlink that leads nowhere: replace it with the file"
+            )
+        if not target.is_relative_to(root):
+            return _v(
+                shown,
+                1,
+                "symlink",
+                "is a symlink to a file outside the memory directory (not followed): "
+                "copy the file in instead",
+            )
+    elif not stat.S_ISREG(st.st_mode):
+        return None
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(target, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # swapped for a symlink since we looked
+            return _v(shown, 1, "symlink", "became a symlink while it was read: check it again")
+        return _v(shown, 1, "unreadable", f"cannot be read ({e.strerror}): check its permissions")
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        left = limit + 1
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError as e:
+        return _v(shown, 1, "unreadable", f"cannot be read ({e.strerror}): check its permissions")
+    finally:
+        os.close(fd)
+
+
+def check_dir(directory: Path) -> list[Violation]:
+    """Every rule for a memory directory, sorted by (file, line).
+
+    Notes are ``<type>_<slug>.md`` files at its top; sub-directories, dotfiles and
+    files not ending in ``.md`` are not looked at. The index is ``MEMORY.md``
+    (else ``INDEX.md``, any case); a second index file is a ``file-name`` violation.
+    """
+    if not directory.is_dir():
+        what = "is not a directory" if directory.exists() else "does not exist"
+        raise NotFound(
+            f"memory directory {directory} {what}",
+            hint="give the directory that holds MEMORY.md and the note files",
+        )
+    root = directory.resolve()
+    out: list[Violation] = []
+    names = sorted(p.name for p in directory.iterdir())
+    md = [n for n in names if not n.startswith(".") and n.lower().endswith(".md")]
+
+    index_names = index_order(md)
+    index_name: str | None = None
+    index_read = False
+    entries: list[IndexEntry] = []
+    for n in index_names:
+        path = directory / n
+        if path.is_dir() and not path.is_symlink():
+            continue
+        if index_name is not None:
+            out.append(
+                _v(
+                    n,
+                    1,
+                    "file-name",
+                    f"a second index beside {index_name}: move its entries there and remove it",
+                )
+            )
+            continue
+        got = _read(root, path, MAX_INDEX_BYTES)
+        if got is None:
+            continue
+        index_name = n
+        if isinstance(got, Violation):
+            out.append(got)
+            continue
+        entries, bad = parse_index(n, got)
+        out += bad
+        index_read = not any(v.rule in {"size", "binary", "encoding"} for v in bad)
+
+    present: set[str] = set()
+    notes: dict[str, Note] = {}
+    for n in md:
+        if is_index_name(n):
+            continue
+        if split_file_name(n) is None:
+            if not (directory / n).is_dir():
+                out.append(_file_name_violation(n))
+            continue
+        got = _read(root, directory / n, MAX_NOTE_BYTES)
+        if got is None:
+            continue
+        present.add(n)
+        if isinstance(got, Violation):
+            out.append(got)
+            continue
+        note, bad = parse_note(n, got)
+        out += bad
+        if note is not None:
+            notes[n] = note
+
+    if index_name is None:
+        for n in sorted(present):
+            out.append(
+                _v(
+                    n,
+                    1,
+                    "index-missing",
+                    f"there is no {INDEX_FILE}: create it with an entry for {n}"
+                    + _entry_suggestion(notes.get(n)),
+                )
+            )
+    elif index_read:
+        seen: dict[str, IndexEntry] = {}
+        for e in entries:
+            if e.file not in present:
+                out.append(
+                    _v(
+                        index_name,
+                        e.line,
+                        "index-dangling",
+                        f"the entry points at {e.file}, which does not exist: "
+                        "remove the entry or restore the file",
+                    )
+                )
+            elif e.file in seen:
+                out.append(
+                    _v(
+                        index_name,
+                        e.line,
+                        "index-duplicate",
+                        f"a second entry for {e.file} (the first is on line "
+                        f"{seen[e.file].line}): remove one",
+                    )
+                )
+            else:
+                seen[e.file] = e
+        for n in sorted(present - seen.keys()):
+            out.append(
+                _v(
+                    n,
+                    1,
+                    "index-missing",
+                    f"{index_name} has no entry for {n}: add one" + _entry_suggestion(notes.get(n)),
+                )
+            )
+    return sorted(out, key=lambda v: (v.file, v.line, v.rule, v.message))
+
+
+def _entry_suggestion(note: Note | None) -> str:
+    if note is None:
+        return ""
+    try:
+        return f", e.g. {index_line(note.name, note.file, note.description)}"
+    except BadInput:
+        return ""
+
+
+# --- models -----------------------------------------------------------------------
+
+
+def bare_model_name(model: str) -> str:
+    """The model's name without provider, context-size suffix or date, lower-cased:
+    ``"anthropic/Claude-Sonnet-4-5-20250929[1m]"`` -> ``"claude-sonnet-4-5"``.
+    Both date forms are dropped: ``-20250929`` and ``-2024-08-06``."""
+    bare = model.strip().lower()
+    bare = bare.rsplit("/", 1)[-1]
+    bare = _BRACKET_SUFFIX_RE.sub("", bare)
+    return _DATE_SUFFIX_RE.sub("", bare)
+
+
+def _is_small(bare: str) -> bool:
+    return any(word in SMALL_WORDS for word in re.split(r"[^a-z0-9]+", bare))
+
+
+def model_matches(globs: list[str], model: str) -> bool:
+    """Whether a model note with these patterns applies to ``model`` (see the module
+    docstring: fnmatch globs, case-insensitive, or ``small``)."""
+    bare = bare_model_name(model)
+    whole = model.strip().lower()
+    for glob in globs:
+        pattern = glob.strip().lower()
+        if not pattern:
+            continue
+        if pattern == "small":
+            if _is_small(bare):
+                return True
+        elif fnmatch.fnmatchcase(bare, pattern) or fnmatch.fnmatchcase(whole, pattern):
+            return True
+    return False
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count: characters / 4, rounded up."""
+    return (len(text) + 3) // 4

@@ -1,0 +1,635 @@
+"""`hs memory …`: memory files with history (docs/memory.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from histstore.errors import BadInput, Conflict, NotFound
+from histstore.plumbing.common import command_line, new_app, open_store
+
+if TYPE_CHECKING:
+    from histstore.memory import MemoryDir, Scope, WritePlan
+    from histstore.store import Store
+
+app = new_app("Memory files with history: checked writes, revisions, diff, restore.")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
+ProjectOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--project",
+        help="The project scope: a project directory ('.' = here). Default: the system scope.",
+        show_default=False,
+    ),
+]
+DirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--memory-dir",
+        help="The memory directory (else $MEMORY_DIR, else the one config.toml names).",
+        show_default=False,
+    ),
+]
+
+
+class Unconfirmed(BadInput):
+    """A write the person did not accept (exit 2)."""
+
+
+def _scope(project: str | None) -> Scope:
+    from histstore.memory import scope_for
+    from histstore.project import project_key
+
+    if project is None:
+        return scope_for(None)
+    if not project.strip():
+        raise BadInput("--project is empty", hint="give a project directory, e.g. --project .")
+    path = Path(project).expanduser()
+    key = project_key(str(path.resolve())) if path.exists() else project
+    return scope_for(key)
+
+
+def _dir(store: Store, project: str | None, memory_dir: Path | None) -> MemoryDir:
+    from histstore.memory import memory_dir as resolve
+
+    return resolve(store, _scope(project), memory_dir)
+
+
+def _echo_json(obj: Any) -> None:
+    typer.echo(json.dumps(obj, ensure_ascii=False))
+
+
+def _colour() -> bool:
+    return sys.stdout.isatty()
+
+
+@app.command()
+def check(
+    ctx: typer.Context,
+    project: ProjectOpt = None,
+    memory_dir: DirOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Check a memory directory against every rule; list each violation (exit 1 if any)."""
+    from histstore import memrules
+
+    store = open_store(ctx)
+    mdir = _dir(store, project, memory_dir)
+    violations = memrules.check_dir(mdir.path)
+    if json_out:
+        for v in violations:
+            _echo_json(v.as_json())
+    else:
+        for v in violations:
+            typer.echo(str(v))
+        n = len(violations)
+        typer.echo(
+            f"{mdir.path}: {n} violation{'s' if n != 1 else ''}"
+            if n
+            else f"{mdir.path}: every rule holds"
+        )
+    if violations:
+        raise typer.Exit(1)
+
+
+def _print_preview(plan: WritePlan) -> None:
+    state = "changes" if plan.note_old is not None else "creates"
+    typer.echo(f"{plan.kind} {state} {plan.path}")
+    typer.echo("─" * 60)
+    typer.echo(plan.text.rstrip("\n"))
+    typer.echo("─" * 60)
+    if plan.index_replaces is None:
+        typer.echo(f"{plan.index_path} gains one line:")
+        typer.echo(f"  + {plan.index_line}")
+    elif plan.index_replaces == plan.index_line:
+        typer.echo(f"{plan.index_path} keeps its line:")
+        typer.echo(f"    {plan.index_line}")
+    else:
+        typer.echo(f"{plan.index_path} changes one line:")
+        typer.echo(f"  - {plan.index_replaces}")
+        typer.echo(f"  + {plan.index_line}")
+
+
+def _print_duplicates(plan: WritePlan) -> None:
+    for d in plan.duplicates:
+        typer.echo(f"near-duplicate ({d.why}): {d.file}", err=True)
+        if d.name or d.description:
+            typer.echo(f"  {d.name} — {d.description}", err=True)
+
+
+def _accept(plan: WritePlan, yes: bool, json_out: bool) -> None:
+    if json_out:
+        _echo_json({"preview": plan.preview()})
+    else:
+        _print_preview(plan)
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise Unconfirmed(
+            "nothing written: the preview was not accepted",
+            hint="read the preview, then run again with --yes",
+        )
+    if not typer.confirm("write it?", default=False, err=True):
+        raise Unconfirmed("nothing written: the preview was declined")
+
+
+def _write(ctx: typer.Context, store: Store, plan: WritePlan, yes: bool, json_out: bool) -> None:
+    from histstore.memory import apply_write
+
+    if plan.duplicates and plan.revise is None and not plan.create and plan.kind == "write":
+        _print_duplicates(plan)
+        d = plan.duplicates[0]
+        raise Conflict(
+            f"{d.file} looks like this note ({d.why}): nothing written",
+            hint=f"revise it with --revise {d.file}, or write a separate note with --create",
+        )
+    _accept(plan, yes, json_out)
+    res = apply_write(store, plan, command=command_line(ctx, plan.file))
+    if json_out:
+        _echo_json(res.as_json())
+    else:
+        if res.operation is None:
+            typer.echo(f"{res.file} already holds this: nothing recorded")
+        else:
+            assert res.revision is not None
+            typer.echo(
+                f"wrote {res.path}; revision {res.revision[:12]}, operation {res.operation.op}"
+            )
+    if res.warning:
+        typer.echo(f"hs: note: {res.warning}", err=True)
+
+
+@app.command()
+def write(
+    ctx: typer.Context,
+    type_: Annotated[
+        str | None, typer.Option("--type", help="feedback, project, user or reference.")
+    ] = None,
+    slug: Annotated[
+        str | None, typer.Option(help="The file's slug: a-z, 0-9 and '-', at most 40.")
+    ] = None,
+    name: Annotated[str, typer.Option(help="The note's name (no comma).")] = "",
+    description: Annotated[str, typer.Option(help="One line: what the note is for.")] = "",
+    body: Annotated[str, typer.Option(help="The note's text ('-': read stdin).")] = "",
+    from_: Annotated[
+        Path | None,
+        typer.Option("--from", help="A draft file: a whole note with its frontmatter."),
+    ] = None,
+    revise: Annotated[
+        str | None, typer.Option(help="Change this existing note (name, file or slug).")
+    ] = None,
+    create: Annotated[
+        bool, typer.Option("--create", help="Write a new note even though a similar one exists.")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Accept the preview (scripts).")] = False,
+    project: ProjectOpt = None,
+    memory_dir: DirOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Write one memory note and its index line, after a preview; checked, then recorded."""
+    from histstore import memrules
+    from histstore.memory import draft_fields, plan_write
+
+    if revise is not None and create:
+        raise BadInput("--revise and --create exclude each other", hint="choose one")
+    store = open_store(ctx)
+    mdir = _dir(store, project, memory_dir)
+    text: str | None = None
+    if from_ is not None:
+        if name or description or body:
+            raise BadInput(
+                "--from holds the whole note", hint="leave out --name/--description/--body"
+            )
+        text = _read_draft(from_)
+        fields = draft_fields(text)
+        split = memrules.split_file_name(from_.name)
+        if type_ is None:
+            t = fields.get("type")
+            type_ = t if isinstance(t, str) else split[0] if split else None
+        if slug is None and split is not None:
+            slug = split[1]
+    elif body == "-":
+        body = sys.stdin.read()
+    plan = plan_write(
+        store,
+        mdir,
+        type_=type_,
+        slug=slug,
+        name=name,
+        description=description,
+        body=body,
+        revise=revise,
+        create=create,
+        text=text,
+    )
+    _write(ctx, store, plan, yes, json_out)
+
+
+def _read_draft(path: Path) -> str:
+    from histstore import memrules
+
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise NotFound(f"no draft file {path}") from None
+    except IsADirectoryError:
+        raise BadInput(f"--from {path} is a directory", hint="give a draft note file") from None
+    if len(data) > memrules.MAX_NOTE_BYTES:
+        raise BadInput(
+            f"--from {path} is {len(data)} bytes, over the {memrules.MAX_NOTE_BYTES}-byte limit",
+            hint="a memory note is a short note; shorten it",
+        )
+    if b"\0" in data:
+        raise BadInput(f"--from {path} is binary, not a text note")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise BadInput(f"--from {path} is not UTF-8 text") from None
+
+
+@app.command()
+def restore(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(metavar="NAME@REV", help="A note at a revision.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Accept the preview (scripts).")] = False,
+    project: ProjectOpt = None,
+    memory_dir: DirOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Put a note back as it was at a revision (a new revision; the old ones stay)."""
+    from histstore.memory import plan_restore, split_name_rev
+
+    name, rev = split_name_rev(target)
+    if rev is None:
+        raise BadInput(f"{target!r} names no revision", hint="NAME@REV, e.g. use-tabs@~1")
+    store = open_store(ctx)
+    mdir = _dir(store, project, memory_dir)
+    _refuse_excluded(store, mdir.scope, name)
+    plan = plan_restore(store, mdir, name, rev)
+    _write(ctx, store, plan, yes, json_out)
+
+
+@app.command()
+def snapshot(
+    ctx: typer.Context,
+    project: ProjectOpt = None,
+    memory_dir: DirOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Record the memory directories as they are now (edits agents made on their own)."""
+    import os
+
+    from histstore.memory import configured_dirs, scope_for, snapshot
+    from histstore.memory import memory_dir as resolve
+
+    store = open_store(ctx)
+    cmd = command_line(ctx)
+    if project is None and memory_dir is None and not os.environ.get("MEMORY_DIR"):
+        keys = list(configured_dirs(store))
+        if not keys:
+            raise NotFound(
+                "no memory directory is configured",
+                hint="pass --memory-dir DIR, set MEMORY_DIR, or `hs memory dir --set DIR`",
+            )
+        dirs = [resolve(store, scope_for(None if k == "system" else k)) for k in keys]
+    else:
+        dirs = [_dir(store, project, memory_dir)]
+    for mdir in dirs:
+        op, rev = snapshot(store, mdir, command=cmd)
+        if json_out:
+            _echo_json(
+                {
+                    "scope": mdir.scope.id,
+                    "dir": str(mdir.path),
+                    "revision": rev,
+                    "operation": op.op if op else None,
+                }
+            )
+        elif op is None:
+            typer.echo(f"{mdir.scope.label}: unchanged since the last revision; nothing recorded")
+        else:
+            assert rev is not None
+            typer.echo(f"{mdir.scope.label}: revision {rev[:12]}, operation {op.op}")
+
+
+@app.command("log")
+def log_(
+    ctx: typer.Context,
+    name: Annotated[
+        str | None, typer.Argument(help="Only revisions that change this note.")
+    ] = None,
+    project: ProjectOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Revisions newest first, with what each changed."""
+    from histstore.memory import log
+
+    store = open_store(ctx)
+    scope = _scope(project)
+    if name is not None:
+        _refuse_excluded(store, scope, name)
+    entries = log(store, scope, name)
+    if not entries and not json_out:
+        typer.echo(f"the {scope.label} memory has no revision yet")
+    for rev, changes in entries:
+        if json_out:
+            d = rev.as_json()
+            d.update(
+                revision=rev.id,
+                changes=[{"file": c.file, "status": c.status} for c in changes],
+            )
+            _echo_json(d)
+            continue
+        typer.echo(f"{rev.id[:12]}  {rev.time}  {rev.kind}  {rev.message}")
+        for c in changes:
+            mark = {"added": "+", "removed": "-", "modified": "~"}[c.status]
+            typer.echo(f"    {mark} {c.file}")
+        for conflict in rev.conflicts:
+            typer.echo(f"    ! conflict {conflict.get('file')}: both versions kept")
+
+
+def _hidden(store: Store) -> Any:
+    from histstore.memory import target_id
+    from histstore.overlay import Overlay
+
+    overlay = Overlay.read(store)
+
+    def hidden(scope: Scope, file: str, *, exclusions_only: bool = False) -> bool:
+        try:
+            m = overlay.markers.get(target_id(scope, file))
+        except BadInput:
+            return False
+        if m is None or not m.active:
+            return False
+        return m.mode == "exclude" or not exclusions_only
+
+    return hidden
+
+
+def _refuse_excluded(store: Store, scope: Scope, name: str) -> None:
+    """An excluded note's text is never handed out (hs unforget lifts it)."""
+    from histstore.memory import find_file, head, load_revision, load_tree, target_id
+
+    tip = head(store, scope)
+    if tip is None:
+        return
+    try:
+        file = find_file(store, load_tree(store, load_revision(store, tip).tree), name)
+    except (NotFound, BadInput):
+        return
+    if _hidden(store)(scope, file, exclusions_only=True):
+        raise NotFound(
+            f"memory {file} is excluded: its text is not shown",
+            hint=f"hs unforget {target_id(scope, file)} to see it again",
+        )
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(metavar="NAME[@REV]", help="A note, at a revision.")],
+    project: ProjectOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Print a note as it is in the newest revision, or at REV (an id prefix or ~N)."""
+    from histstore import memrules
+    from histstore.memory import drop_index_lines, note_at, split_name_rev, target_id
+
+    store = open_store(ctx)
+    scope = _scope(project)
+    name, rev = split_name_rev(target)
+    _refuse_excluded(store, scope, name)
+    file, data, r = note_at(store, scope, name, rev)
+    hidden = _hidden(store)
+    if hidden(scope, file, exclusions_only=True):
+        raise NotFound(f"memory {file} is excluded: its text is not shown")
+    if memrules.is_index_name(file):
+        data = drop_index_lines(data, lambda f: hidden(scope, f, exclusions_only=True))
+    if json_out:
+        _echo_json(
+            {
+                "file": file,
+                "revision": r.id,
+                "target": None
+                if memrules.split_file_name(file) is None
+                else target_id(scope, file),
+                "text": data.decode("utf-8", "replace"),
+            }
+        )
+        return
+    typer.echo(f"# {file} at revision {r.id[:12]} ({r.time})", err=True)
+    typer.echo(data.decode("utf-8", "replace"), nl=not data.endswith(b"\n"))
+
+
+@app.command()
+def diff(
+    ctx: typer.Context,
+    args: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[NAME] [REV1 [REV2]]", help="Default: the last change."),
+    ] = None,
+    project: ProjectOpt = None,
+) -> None:
+    """A unified diff between revisions (coloured on a terminal)."""
+    from histstore.memory import diff as do_diff
+
+    store = open_store(ctx)
+    scope = _scope(project)
+    name, revs = _diff_args(args or [], lambda a: _names_a_note(store, scope, a))
+    if name is not None:
+        _refuse_excluded(store, scope, name)
+    hidden = _hidden(store)
+    lines = do_diff(
+        store, scope, name, *revs, skip=lambda f: hidden(scope, f, exclusions_only=True)
+    )
+    if not lines:
+        typer.echo("no difference")
+        return
+    colour = _colour()
+    for ln in lines:
+        text = ln.rstrip("\n")
+        if colour:
+            fg = (
+                typer.colors.GREEN
+                if text.startswith("+") and not text.startswith("+++")
+                else typer.colors.RED
+                if text.startswith("-") and not text.startswith("---")
+                else typer.colors.CYAN
+                if text.startswith("@@")
+                else None
+            )
+            text = typer.style(text, fg=fg) if fg else text
+        typer.echo(text, color=colour)
+
+
+def _looks_like_rev(text: str) -> bool:
+    import re
+
+    return bool(re.fullmatch(r"~\d+|[0-9a-fA-F]{4,64}", text))
+
+
+def _names_a_note(store: Store, scope: Scope, text: str) -> bool:
+    from histstore.memory import find_file, head, load_revision, load_tree
+
+    tip = head(store, scope)
+    if tip is None:
+        return False
+    try:
+        find_file(store, load_tree(store, load_revision(store, tip).tree), text)
+    except (NotFound, BadInput):
+        return False
+    return True
+
+
+def _diff_args(
+    args: list[str], is_note: Any = lambda text: False
+) -> tuple[str | None, tuple[str | None, str | None]]:
+    if len(args) > 3:
+        raise BadInput("too many arguments", hint="hs memory diff [NAME] [REV1 [REV2]]")
+    name = None
+    if args and (not _looks_like_rev(args[0]) or is_note(args[0])):
+        name, args = args[0], args[1:]
+    if len(args) > 2:
+        raise BadInput("too many revisions", hint="hs memory diff [NAME] [REV1 [REV2]]")
+    for a in args:
+        if not _looks_like_rev(a):
+            raise BadInput(f"{a!r} is not a revision", hint="a revision id (4+ hex digits) or ~N")
+    rev1 = args[0] if args else None
+    rev2 = args[1] if len(args) > 1 else None
+    return name, (rev1, rev2)
+
+
+@app.command()
+def prompt(
+    ctx: typer.Context,
+    model: Annotated[str, typer.Option("--model", "-m", help="The session's model.")],
+    project: ProjectOpt = None,
+    memory_dir_opt: DirOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """What a session on MODEL gets: identity, matching model notes, both indexes."""
+    from histstore.memory import memory_dir
+    from histstore.memory import prompt as build
+
+    store = open_store(ctx)
+    # --memory-dir and $MEMORY_DIR name the scope the command is about: the
+    # project's when --project is given, else the system scope's
+    dirs = []
+    if project is None:
+        dirs.append(memory_dir(store, _scope(None), memory_dir_opt))
+    else:
+        try:
+            dirs.append(memory_dir(store, _scope(None), use_env=False))
+        except NotFound as e:
+            typer.echo(f"hs: note: {e.message}", err=True)
+        dirs.append(memory_dir(store, _scope(project), memory_dir_opt))
+    parts = build(store, model, dirs, _hidden(store))
+    if json_out:
+        for p in parts:
+            _echo_json(p.as_json())
+        return
+    total = 0
+    for p in parts:
+        total += p.tokens
+        typer.echo(f"=== {p.what}: {p.file} ({p.scope}, ~{p.tokens} tokens)")
+        typer.echo(p.text.rstrip("\n"))
+        typer.echo()
+    if not any(p.what == "identity" for p in parts):
+        typer.echo("(no identity memory: the system scope has no user_identity.md)", err=True)
+    typer.echo(f"~{total} tokens in all", err=True)
+
+
+@app.command()
+def scan(
+    ctx: typer.Context,
+    sessions: Annotated[
+        list[str] | None, typer.Argument(metavar="[SESSION…]", help="Default: every session.")
+    ] = None,
+    drafts: Annotated[
+        Path | None,
+        typer.Option(help="Also write each proposal as a draft file here (for `write --from`)."),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Propose memories from what people said in recorded turns (nothing is written)."""
+    from histstore import memrules
+    from histstore.fsutil import atomic_write
+    from histstore.memscan import scan as do_scan
+
+    store = open_store(ctx)
+    proposals = do_scan(store, sessions or None)
+    if drafts is not None:
+        if drafts.exists() and not drafts.is_dir():
+            raise BadInput(f"--drafts {drafts} is not a directory")
+        drafts.mkdir(parents=True, exist_ok=True)
+    for p in proposals:
+        text = memrules.render_note(p.type, p.name, p.description, p.body)
+        if drafts is not None:
+            atomic_write(drafts / p.file, text.encode("utf-8"))
+        if json_out:
+            _echo_json(p.as_json())
+            continue
+        typer.echo(f"{p.file}  ({p.kind}; evidence: {', '.join(e[:12] for e in p.evidence)})")
+        typer.echo(f"  index: {p.index_line}")
+        for ln in p.body.splitlines():
+            typer.echo(f"  | {ln}")
+        typer.echo()
+    if not json_out:
+        n = len(proposals)
+        typer.echo(f"{n} proposal{'s' if n != 1 else ''}", err=True)
+        if n and drafts is not None:
+            typer.echo(
+                f"drafts in {drafts}: write one with `hs memory write --from FILE`", err=True
+            )
+
+
+@app.command("dir")
+def dir_(
+    ctx: typer.Context,
+    set_: Annotated[
+        Path | None, typer.Option("--set", help="Name this directory for the scope.")
+    ] = None,
+    unset: Annotated[bool, typer.Option("--unset", help="Forget the scope's directory.")] = False,
+    project: ProjectOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show or set the memory directory of a scope (kept in config.toml)."""
+    from histstore.config import read_config, write_config
+    from histstore.memory import configured_dirs, memory_dir, scope_for
+
+    store = open_store(ctx)
+    scope = _scope(project)
+    key = "system" if scope.project is None else scope.project
+    if set_ is not None or unset:
+        if set_ is not None and unset:
+            raise BadInput("--set and --unset exclude each other")
+        if set_ is not None:
+            mdir = memory_dir(store, scope, set_, given_as="--set")  # every check a path gets
+        with store.lock():
+            config = read_config(store.root)
+            dirs = dict(config.get("memory", {}).get("dirs", {}))
+            if unset:
+                if key not in dirs:
+                    raise NotFound(f"the {scope.label} scope names no directory")
+                del dirs[key]
+            else:
+                dirs[key] = str(mdir.path)
+            config.setdefault("memory", {})["dirs"] = dirs
+            write_config(store.root, config)
+        store.config = config
+    dirs = configured_dirs(store)
+    shown = {k: v for k, v in dirs.items() if project is None or k == key}
+    if json_out:
+        for k, v in shown.items():
+            sid = scope_for(None if k == "system" else k).id
+            _echo_json({"scope": sid, "project": None if k == "system" else k, "dir": v})
+        return
+    if not shown:
+        typer.echo("no memory directory is configured")
+    for k, v in shown.items():
+        typer.echo(f"{k}: {v}")
