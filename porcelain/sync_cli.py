@@ -179,16 +179,44 @@ def _run(
         finally:
             bar.close()
         rep.initialized = created
+    followed = [] if rep.dry_run else _follow_memory(store, rep)
     if json_out:
-        typer.echo(json.dumps(rep.as_json(), ensure_ascii=False))
+        out = rep.as_json()
+        out["memory_dirs"] = followed
+        typer.echo(json.dumps(out, ensure_ascii=False))
     else:
         _print_report(rep)
+        for line in followed:
+            typer.echo(f"memory: {line}")
     if rep.index_error:
         typer.echo(
             f"hs: warning: the recall index did not follow the pull ({rep.index_error}); "
             "hint: the sync stands; `hs plumbing index-build` rebuilds the index",
             err=True,
         )
+
+
+def _follow_memory(store: Store, rep: SyncReport) -> list[str]:
+    """After this store's memory refs moved: each scope's configured directory
+    follows, but only when it still holds exactly the old revision's files
+    (histstore.memory.follow; never over an edit not recorded). The sync itself
+    stands whatever happens here."""
+    from histstore.errors import HistError
+    from histstore.memory import Scope, follow, load_revision
+
+    out = []
+    for c in rep.local_changes:
+        if not c.ref.startswith("memory/") or c.new is None:
+            continue
+        scope_id = c.ref[len("memory/") :]
+        try:
+            scope = Scope(scope_id, load_revision(store, c.new).project)
+            said = follow(store, scope, c.old, c.new)
+        except HistError as e:
+            said = f"{scope_id} memory directory not updated: {e.message}"
+        if said:
+            out.append(said)
+    return out
 
 
 def push(

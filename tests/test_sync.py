@@ -573,3 +573,35 @@ def test_turn_ids_after_sync_both_ways(two: tuple[Store, Store], tmp_path: Path)
     sync(a, b, "b")
     assert turn_ids(a) == turn_ids(b) == {"turn-0001", "turn-0002"}
     assert state(a) == state(b)
+
+
+def test_a_pulled_memory_scope_brings_a_clean_directory_along(tmp_path: Path) -> None:
+    """hs pull moves memory refs; a scope's configured directory follows only
+    when it holds exactly the old revision (histstore.memory.follow)."""
+    hs, a, b = cli(tmp_path, remote_store=True)
+    da, db = tmp_path / "mem-a", tmp_path / "mem-b"
+    da.mkdir()
+    db.mkdir()
+    assert hs("-C", str(a), "memory", "dir", "--set", str(da)).exit_code == 0
+    assert hs("-C", str(b), "memory", "dir", "--set", str(db)).exit_code == 0
+    assert hs("-C", str(b), "remote", "add", "desk", str(a)).exit_code == 0
+    (da / "MEMORY.md").write_text("- [Tabs](user_tabs.md) — tabs\n")
+    (da / "user_tabs.md").write_text("first\n")
+    assert hs("-C", str(a), "memory", "snapshot").exit_code == 0
+    r = hs("-C", str(b), "pull", "desk")
+    assert r.exit_code == 0, r.stderr
+    assert f"memory: {db}: 2 files updated" in r.stdout
+    assert (db / "user_tabs.md").read_text() == "first\n"
+    # the next revision arrives: the clean directory follows again
+    (da / "user_tabs.md").write_text("second\n")
+    hs("-C", str(a), "memory", "snapshot")
+    out = hs.json_lines("-C", str(b), "pull", "desk", "--json")[0]
+    assert out["memory_dirs"] == [f"{db}: 1 file updated"]
+    assert (db / "user_tabs.md").read_text() == "second\n"
+    # an edit not recorded on this machine is never overwritten
+    (db / "user_tabs.md").write_text("my own edit\n")
+    (da / "user_tabs.md").write_text("third\n")
+    hs("-C", str(a), "memory", "snapshot")
+    r = hs("-C", str(b), "pull", "desk")
+    assert r.exit_code == 0 and "has edits not recorded: left as it is" in r.stdout
+    assert (db / "user_tabs.md").read_text() == "my own edit\n"
