@@ -1046,7 +1046,8 @@ def undo_files(store: Store, op: Operation, inverse: list[RefChange]) -> Callabl
             if have is not None and want_now is not None and _redacted(store, have) != want_now:
                 raise Conflict(
                     f"{f} in {path} changed since operation {op.op}",
-                    hint="record it with `hs memory snapshot` first, then undo that too",
+                    hint="put the file back as the operation left it (`hs memory show`), "
+                    "or go back with `hs memory restore NAME@REV` instead",
                 )
             if (have is None) != (want_now is None):
                 raise Conflict(f"{f} in {path} changed since operation {op.op}")
