@@ -832,7 +832,15 @@ def preview_fresh(local: Store, remote: Remote) -> SyncReport:
     synced refs reach would be sent, and every synced ref created."""
     from .objectstore import MemoryObjectStore
 
-    report = SyncReport(remote.name, str(remote.path), "push", dry_run=True, initialized=True)
+    path = remote.path
+    if path.exists() and not path.is_dir():
+        raise BadInput(f"remote {remote.name}: {path} is a file, not a store folder")
+    if path.is_dir() and any(path.iterdir()):
+        raise BadInput(
+            f"remote {remote.name}: {path} is not empty and holds no store",
+            hint="point the remote at an empty or new folder",
+        )
+    report = SyncReport(remote.name, str(path), "push", dry_run=True, initialized=True)
     refs = synced_refs(local)
 
     def count(oid: str, kind: str, payload: bytes) -> None:

@@ -174,12 +174,9 @@ def test_remote_path_that_became_a_file(tmp_path: Path) -> None:
     hs, a, b = cli(tmp_path)
     b.write_text("a file now")
     before = snapshot(a)
-    for cmd in ("push", "pull", "sync"):
-        r = (
-            hs("-C", str(a), cmd, "lap", "--init")
-            if cmd == "push"
-            else hs("-C", str(a), cmd, "lap")
-        )
+    for cmd in ("push", "pull", "sync", "push --dry-run", "sync --dry-run"):
+        args = [*cmd.split(), "lap"] + (["--init"] if cmd == "push" else [])
+        r = hs("-C", str(a), *args)
         assert r.exit_code == 2, r.stderr
         assert "is a file, not a store folder" in r.stderr and len(r.stderr.splitlines()) == 1
     assert snapshot(a) == before and b.read_text() == "a file now"
@@ -244,6 +241,10 @@ def test_dry_run_writes_nothing_and_tells_what_would_move(tmp_path: Path) -> Non
     r = hs("-C", str(a), "push", "fresh", "--dry-run", "--json")
     out = json.loads(r.stdout)
     assert out["initialized"] is True and out["sent"]["objects"] == 7 and not c.exists()
+    c.mkdir()
+    (c / "notes.txt").write_text("something else")
+    r = hs("-C", str(a), "push", "fresh", "--dry-run")
+    assert r.exit_code == 2 and "is not empty and holds no store" in r.stderr
 
 
 def test_every_sync_command_has_help(tmp_path: Path) -> None:
