@@ -146,6 +146,13 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
                 Marker.from_json(obj)
             except ValueError as e:
                 out.append(Finding("error", "object", str(e), object_id))
+                continue
+            # a merge marker (sync) joins heads that must all be here
+            merged = obj.get("merged", [])
+            if not isinstance(merged, list) or not all(isinstance(m, str) for m in merged):
+                out.append(Finding("error", "object", "merged is not a list of ids", object_id))
+            else:
+                wanted += [(object_id, m, "marker") for m in merged]
         elif kind == "memtree":
             files = obj.get("files") if isinstance(obj, dict) else None
             if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):

@@ -190,7 +190,7 @@ def children(object_id: str, kind: str, payload: bytes) -> list[str]:
         if kind == "turn":
             return list(_blob_refs(d))
         if kind == "marker":
-            return [d["parent"]] if d.get("parent") else []
+            return _marker_parents(d)
         if kind == "memrev":
             return [d["tree"], *d.get("parents", [])]
         if kind == "memtree":
@@ -444,26 +444,68 @@ def _when(text: Any) -> datetime:
         return datetime.min.replace(tzinfo=UTC)
 
 
-def _marker_key(objs: Objects, marker: str) -> tuple[datetime, int, str]:
+def _marker_parents(d: Any) -> list[str]:
+    """The markers a marker follows: its ``parent``, and on a merge marker the
+    other heads it joins (``merged``)."""
+    out = [d["parent"]] if isinstance(d.get("parent"), str) else []
+    merged = d.get("merged")
+    if isinstance(merged, list):
+        out += [m for m in merged if isinstance(m, str)]
+    return out
+
+
+def _marker_heads(objs: Objects, marker: str) -> set[str]:
+    """The concurrent markers a value stands for: a merge marker's heads, or
+    the marker itself."""
     d = objs.json(marker, "marker")
-    depth = 0
-    p = d.get("parent")
-    seen = {marker}
-    while isinstance(p, str) and p not in seen:
-        seen.add(p)
-        depth += 1
-        try:
-            p = objs.json(p, "marker").get("parent")
-        except NotFound:
-            break
-    return _when(d.get("ts")), depth, marker
+    if isinstance(d.get("merged"), list):
+        return set(_marker_parents(d))
+    return {marker}
 
 
 def merge_markers(objs: Objects, a: str, b: str) -> str:
-    """The marker an overlay ref moves to: the later one (its ``ts``), then the
-    one further along its chain, then the greater id. A total order, so any
-    order of syncs ends on the same marker; the loser stays as an object."""
-    return max(a, b, key=lambda m: _marker_key(objs, m))
+    """The marker an overlay ref moves to when the sides hold ``a`` and ``b``.
+
+    The two values stand for sets of *heads*: markers none of the others
+    follows (a marker made by a forget or unforget on top of another follows
+    it, through ``parent``; a merge marker follows the heads it joins). The
+    result stands for the union of both sets, less every head another one
+    follows — a join, so any order of syncs ends on the same value. One head
+    left: that marker (the newer marker wins whenever it was made on top of
+    the older). Several, made apart on different stores: a merge marker
+    joining them, which says what the newest of them says (by ``ts``, then
+    id) — except that an active exclusion no other head has seen holds over
+    them all (the newest such): a tombstone or an unforget made where the
+    exclusion was not yet known never weakens it. The losers stay objects."""
+    heads = _marker_heads(objs, a) | _marker_heads(objs, b)
+    seen: dict[str, set[str]] = {}
+
+    def ancestors(m: str) -> set[str]:
+        if m not in seen:
+            out: set[str] = set()
+            todo = [m]
+            while todo:
+                for p in _marker_parents(objs.json(todo.pop(), "marker")):
+                    if p not in out:
+                        out.add(p)
+                        with contextlib.suppress(NotFound):
+                            objs.get(p)
+                            todo.append(p)
+            seen[m] = out
+        return seen[m]
+
+    heads = {h for h in heads if not any(h in ancestors(o) for o in heads if o != h)}
+    if len(heads) == 1:
+        return heads.pop()
+    body = {h: objs.json(h, "marker") for h in heads}
+    excluding = [
+        h for h in heads if body[h].get("state") == "active" and body[h].get("mode") == "exclude"
+    ]
+    chosen = body[max(excluding or heads, key=lambda h: (_when(body[h].get("ts")), h))]
+    first, *rest = sorted(heads)
+    merged = {k: chosen.get(k) for k in ("target", "target_kind", "session", "mode", "state")}
+    merged.update(reason=chosen.get("reason") or "", ts=chosen.get("ts"), parent=first, merged=rest)
+    return objs.make("marker", merged)
 
 
 @dataclass(frozen=True)

@@ -381,19 +381,55 @@ def test_marker_merge_later_wins_and_an_unforget_holds_everywhere(
     assert [c.ref for c in rep.remote_changes] == ["overlay/turn-0001"]
     assert Overlay.read(b).hides("s", "turn-0001") is None
     assert state(a) == state(b)
-    # two markers for one target made apart: the later one wins on both sides
-    objs = Objects(a.objects, b.objects)
-    older = a.refs.read("overlay/turn-0001")
-    assert older is not None
+    # two markers for one target made apart: the later one says what holds,
+    # through a merge marker that is one object whichever side makes it
     forget(b, resolve_target(b, "turn-0002"), confirm="turn-0002")
     forget(a, resolve_target(a, "turn-0002"), mode="exclude", confirm="turn-0002")
     ma, mb = a.refs.read("overlay/turn-0002"), b.refs.read("overlay/turn-0002")
     assert ma and mb
     sync(a, b, "b")
     objs = Objects(a.objects, b.objects)
-    assert merge_markers(objs, ma, mb) == merge_markers(objs, mb, ma) == ma
-    assert a.refs.read("overlay/turn-0002") == b.refs.read("overlay/turn-0002") == ma
-    assert a.objects.has(mb) and b.objects.has(mb)  # the loser stays as an object
+    m = merge_markers(objs, ma, mb)
+    assert m == merge_markers(objs, mb, ma) == a.refs.read("overlay/turn-0002")
+    assert b.refs.read("overlay/turn-0002") == m
+    body = a.get_json(m, "marker")
+    assert (body["mode"], body["state"]) == ("exclude", "active")
+    assert [body["parent"], *body["merged"]] == sorted([ma, mb])
+    for s in (a, b):  # both heads stay objects, reachable through the merge marker
+        assert s.objects.has(ma) and s.objects.has(mb)
+    clean(a)
+    clean(b)
+
+
+def test_an_exclusion_is_never_weakened_by_a_change_that_had_not_seen_it(
+    two: tuple[Store, Store], tmp_path: Path
+) -> None:
+    a, b = two
+    add_turns(a, tmp_path, [1, 2, 3], session_id="s")
+    sync(a, b, "b")
+    # a later tombstone made where the exclusion was not known
+    forget(a, resolve_target(a, "turn-0001"), mode="exclude", confirm="turn-0001")
+    forget(b, resolve_target(b, "turn-0001"), confirm="turn-0001")
+    # an unforget made where a later exclusion was not known
+    forget(a, resolve_target(a, "turn-0002"), confirm="turn-0002")
+    sync(a, b, "b")
+    forget(a, resolve_target(a, "turn-0002"), mode="exclude", confirm="turn-0002")
+    unforget(b, resolve_target(b, "turn-0002"), confirm="turn-0002")
+    rep = sync(a, b, "b")
+    assert "overlay/turn-0002" in rep.merged
+    for s in (a, b):
+        for tid in ("turn-0001", "turn-0002"):
+            assert Overlay.read(s).excludes("s", tid) is not None, (s.root, tid)
+        from histstore.export import exported_turns
+
+        assert {t["turn_id"] for _, t in exported_turns(s)} == {"turn-0003"}
+    # an unforget made after the merge has seen it: it holds everywhere
+    unforget(b, resolve_target(b, "turn-0001"), confirm="turn-0001")
+    rep = sync(a, b, "b")
+    assert rep.merged == []
+    for s in (a, b):
+        assert Overlay.read(s).hides("s", "turn-0001") is None
+    assert state(a) == state(b)
     clean(a)
     clean(b)
 

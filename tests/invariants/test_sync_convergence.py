@@ -22,32 +22,38 @@ from histstore.importing import import_paths
 from histstore.store import Store
 from histstore.sync import sync
 
-SESSIONS = ["s0", "s1", "s2"]
+SESSIONS = ["s0", "s1"]
 SCOPES = ["system", "p-00000000000000aa"]
 FILES = ["a.md", "b.md"]
 TIMES = [f"2026-03-0{d}T10:00:00.000Z" for d in (1, 2, 3)]
 
 store_ix = st.integers(0, 2)
+# forgets are drawn as often as everything else together, so that markers for
+# one target are often made apart on two stores (the merges worth testing)
+forget_op = st.tuples(
+    st.just("forget"),
+    store_ix,
+    st.sampled_from(SESSIONS),
+    st.one_of(st.none(), st.integers(0, 3)),  # a session, or one of its turns
+    st.sampled_from(["tombstone", "exclude"]),
+)
+unforget_op = st.tuples(
+    st.just("unforget"),
+    store_ix,
+    st.sampled_from(SESSIONS),
+    st.one_of(st.none(), st.integers(0, 3)),
+)
 op = st.one_of(
+    forget_op,
+    unforget_op,
+    forget_op,
+    unforget_op,
     st.tuples(
         st.just("import"),
         store_ix,
         st.sampled_from(SESSIONS),
-        st.lists(st.integers(0, 5), min_size=1, max_size=3, unique=True),
+        st.lists(st.integers(0, 3), min_size=1, max_size=3, unique=True),
         st.integers(0, 1),  # content variant: the same turn recorded differently
-    ),
-    st.tuples(
-        st.just("forget"),
-        store_ix,
-        st.sampled_from(SESSIONS),
-        st.one_of(st.none(), st.integers(0, 5)),  # a session, or one of its turns
-        st.sampled_from(["tombstone", "exclude"]),
-    ),
-    st.tuples(
-        st.just("unforget"),
-        store_ix,
-        st.sampled_from(SESSIONS),
-        st.one_of(st.none(), st.integers(0, 5)),
     ),
     st.tuples(
         st.just("memory"),
@@ -114,9 +120,14 @@ def _sync(stores: list[Store], i: int, j: int, direction: str = "sync") -> None:
     )
 
 
-def run(ops: list[tuple[Any, ...]], n: int, root: Path) -> None:
+def run(ops: list[tuple[Any, ...]], n: int, root: Path, *, shared: bool = False) -> None:
     stores = [Store.init(root / f"s{i}")[0] for i in range(n)]
     try:
+        if shared:  # every store starts with the same turns: every target everywhere
+            for sid in SESSIONS:
+                _import(stores[0], root, sid, [0, 1, 2, 3], 0)
+            for i in range(n - 1):
+                _sync(stores, i, i + 1)
         for o in ops:
             kind, ix = o[0], o[1] % n
             s = stores[ix]
@@ -172,6 +183,32 @@ def run(ops: list[tuple[Any, ...]], n: int, root: Path) -> None:
 def test_any_order_of_syncs_converges(n: int, ops: list[tuple[Any, ...]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run(ops, n, Path(tmp))
+
+
+sync_op = st.tuples(st.just("sync"), store_ix, store_ix, st.sampled_from(["push", "pull", "sync"]))
+# three targets only (a session and two of its turns), so stores often mark the same one
+few = st.one_of(st.none(), st.integers(0, 1))
+forget_few = st.tuples(
+    st.just("forget"), store_ix, st.just("s0"), few, st.sampled_from(["tombstone", "exclude"])
+)
+unforget_few = st.tuples(st.just("unforget"), store_ix, st.just("s0"), few)
+
+
+@settings(
+    max_examples=int(os.environ.get("HS_SYNC_EXAMPLES", "30")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(
+    n=st.integers(2, 3),
+    ops=st.lists(st.one_of(forget_few, unforget_few, sync_op), min_size=1, max_size=15),
+)
+def test_forgets_made_apart_converge(n: int, ops: list[tuple[Any, ...]]) -> None:
+    """The overlay alone, on stores that share every target: markers for one
+    target made on several stores before they sync (merge markers), then any
+    order of syncs; exclusions no other marker saw hold everywhere."""
+    with tempfile.TemporaryDirectory() as tmp:
+        run(ops, n, Path(tmp), shared=True)
 
 
 def test_a_forget_and_an_unforget_on_two_machines_converge(tmp_path: Path) -> None:
