@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import BadInput, CorruptObject, HistError, NoStore, NotFound
+from .errors import BadInput, CorruptObject, CorruptStore, HistError, NoStore, NotFound
 from .fsck import _blob_refs
 from .objects import canonical_json, decode_json, hash_object
 from .objectstore import Batch, ObjectStore
@@ -604,6 +604,34 @@ def merge_values(
     raise BadInput(f"sync does not carry ref {ref}")
 
 
+def check_value(objs: Objects, ref: str, value: str, side: str) -> None:
+    """A ref value about to be adopted by another store must be what its
+    namespace holds (a well-formed session revision of that session, a marker
+    of that target, a memory revision of that scope): damage in one store is
+    refused at the border instead of spreading (exit 7)."""
+    from .overlay import Marker
+
+    ns, _, name = ref.partition("/")
+    want = {"sessions": "session", "overlay": "marker", "memory": "memrev"}[ns]
+    what = f"the {side} store's ref {ref}"
+    try:
+        d = objs.json(value, want)
+        if ns == "sessions":
+            if SessionRev.from_json(d).session_id != name:
+                raise ValueError("a revision of another session")
+        elif ns == "overlay":
+            if Marker.from_json(d).target != name:
+                raise ValueError("a marker of another target")
+        elif d.get("scope") != name or not isinstance(d.get("tree"), str):
+            raise ValueError("not a memory revision of that scope")
+    except (CorruptObject, ValueError, AttributeError) as e:
+        reason = e.reason if isinstance(e, CorruptObject) else str(e)
+        raise CorruptStore(
+            f"{what} points at {value[:12]}: {reason}; no ref was moved",
+            hint=f"run hs fsck on the {side} store",
+        ) from None
+
+
 # --------------------------------------------------------------------------- the sync
 
 
@@ -794,6 +822,10 @@ def sync(
         objs = Objects(local.objects, remote.objects)
         for n in plan.differ:
             a, b = plan.local.get(n), plan.remote.get(n)
+            if push and a is not None:
+                check_value(objs, n, a, "local")
+            if pull and b is not None:
+                check_value(objs, n, b, "remote")
             value, conflicts = merge_values(objs, n, a, b)
             if value is not None and value not in (a, b):
                 report.merged.append(n)

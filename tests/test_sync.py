@@ -642,3 +642,28 @@ def test_a_pulled_memory_scope_brings_a_clean_directory_along(tmp_path: Path) ->
     r = hs("-C", str(b), "pull", "desk")
     assert r.exit_code == 0 and "has edits not recorded: left as it is" in r.stdout
     assert (db / "user_tabs.md").read_text() == "my own edit\n"
+
+
+def test_damage_in_the_remote_is_refused_at_the_border(tmp_path: Path) -> None:
+    hs, a, b = cli(tmp_path, remote_store=True)
+    hs(
+        "-C",
+        str(b),
+        "import",
+        str(write_turns(tmp_path / "b.jsonl", [turn_record(5, session_id="y")])),
+    )
+    with Store.open(b) as sb:
+        rev = sb.session_ref("y")
+    # a ref file naming another session's revision (what a half-copied or
+    # hand-edited folder can hold)
+    (b / "refs" / "sessions" / "x").write_text(f"{rev}\n")
+    with Store.open(a) as sa:
+        refs_before, ops_before = sa.refs.list_refs(), ops_count(a)
+    r = hs("-C", str(a), "pull", "lap")
+    assert r.exit_code == 7, r.stderr
+    assert r.stderr.startswith(
+        f"hs: error: the remote store's ref sessions/x points at {rev[:12]}: "
+        "a revision of another session; no ref was moved"
+    )
+    with Store.open(a) as sa:
+        assert sa.refs.list_refs() == refs_before and ops_count(a) == ops_before
