@@ -31,6 +31,7 @@ import contextlib
 import json
 import os
 import socket
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,7 +59,8 @@ class Owner:
 
     def dead(self) -> bool:
         """A process of this host that no longer runs (never True for another host)."""
-        if not self.here():
+        if not self.here() or sys.platform == "win32":
+            # (on Windows os.kill(pid, 0) would send Ctrl-C, not ask)
             return False
         try:
             os.kill(self.pid, 0)

@@ -667,3 +667,23 @@ def test_damage_in_the_remote_is_refused_at_the_border(tmp_path: Path) -> None:
     )
     with Store.open(a) as sa:
         assert sa.refs.list_refs() == refs_before and ops_count(a) == ops_before
+
+
+def test_the_progress_bar_shows_only_for_long_transfers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from histstore.porcelain.sync_cli import BAR_AFTER, _Bar
+
+    short = _Bar("syncing", enabled=True)
+    short(1, BAR_AFTER - 1)
+    assert short.bar is None
+    off = _Bar("syncing", enabled=False)  # not a terminal, or --json
+    off(1, 1000)
+    assert off.bar is None
+    bar = _Bar("syncing", enabled=True)
+    for done in range(1, 101):
+        bar(done, 100)
+    assert bar.bar is not None and bar.done == 100
+    bar.close()
+    assert bar.bar is None
+    assert capsys.readouterr().out == ""  # the bar never writes to stdout
