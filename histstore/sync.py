@@ -342,33 +342,35 @@ class _Made:
         return object_id not in self.made or self.dst.has(object_id)
 
 
-def _history(parents_of: Callable[[str], list[str]], start: str) -> dict[str, int]:
-    """Every revision reachable from ``start`` (itself included) -> its distance."""
-    depth = {start: 0}
-    todo = [start]
-    while todo:
-        nxt = []
-        for rev in todo:
-            for p in parents_of(rev):
-                if p not in depth:
-                    depth[p] = depth[rev] + 1
-                    nxt.append(p)
-        todo = nxt
-    return depth
-
-
 def _relate(
     parents_of: Callable[[str], list[str]], a: str, b: str
 ) -> tuple[str | None, str | None]:
     """(the one of ``a``/``b`` that descends from the other, or None; the merge
     base when neither does: the common ancestor nearest to both, by the sum of
-    its distances and then its id, so either side picks the same one)."""
-    ha = _history(parents_of, a)
-    if b in ha:
-        return a, None
-    hb = _history(parents_of, b)
-    if a in hb:
-        return b, None
+    its distances and then its id, so either side picks the same one).
+
+    Both histories are walked a level at a time, side by side, and the walk
+    stops as soon as one side reaches the other: a fast-forward (the usual
+    case: one new revision on one side) reads a revision or two, however long
+    the history. Only revisions made apart walk both histories whole."""
+    depth = ({a: 0}, {b: 0})
+    front = ([a], [b])
+    while True:
+        if b in depth[0]:
+            return a, None
+        if a in depth[1]:
+            return b, None
+        if not front[0] and not front[1]:
+            break
+        for side in (0, 1):
+            nxt = []
+            for rev in front[side]:
+                for p in parents_of(rev):
+                    if p not in depth[side]:
+                        depth[side][p] = depth[side][rev] + 1
+                        nxt.append(p)
+            front[side][:] = nxt
+    ha, hb = depth
     common = set(ha) & set(hb)
     base = min(common, key=lambda r: (ha[r] + hb[r], r)) if common else None
     return None, base
@@ -398,12 +400,9 @@ def merge_sessions(objs: Objects, a: str, b: str) -> str:
         except ValueError as e:
             raise CorruptObject(rev, str(e)) from None
 
-    cache: dict[str, SessionRev] = {}
-
     def parents_of(rev: str) -> list[str]:
-        if rev not in cache:
-            cache[rev] = load(rev)
-        return cache[rev].parents
+        d = objs.json(rev, "session")
+        return [p for p in (d.get("parent"), d.get("merged")) if isinstance(p, str)]
 
     ahead, base_id = _relate(parents_of, a, b)
     if ahead is not None:

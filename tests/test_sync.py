@@ -687,3 +687,27 @@ def test_the_progress_bar_shows_only_for_long_transfers(
     bar.close()
     assert bar.bar is None
     assert capsys.readouterr().out == ""  # the bar never writes to stdout
+
+
+def test_a_fast_forward_reads_a_revision_or_two_however_long_the_history() -> None:
+    from histstore.objectstore import MemoryObjectStore
+
+    store = MemoryObjectStore()
+    revs: list[str] = []
+    parent = None
+    for i in range(2000):  # a session recorded a turn at a time
+        t = TurnEntry(f"t{i}", f"{i:064x}", "2026-01-01T00:00:00.000Z")
+        parent = store.put("session", canonical_json(_rev("s", [t], parent=parent)))
+        revs.append(parent)
+    reads: list[str] = []
+    real_get = store.get
+
+    def get(oid: str) -> tuple[str, bytes]:
+        reads.append(oid)
+        return real_get(oid)
+
+    store.get = get  # type: ignore[method-assign]
+    objs = Objects(store)
+    assert merge_sessions(objs, revs[-2], revs[-1]) == revs[-1]
+    assert merge_sessions(objs, revs[-1], revs[-3]) == revs[-1]
+    assert len(reads) <= 8, len(reads)
