@@ -729,8 +729,8 @@ def draft_fields(text: str) -> dict[str, Any]:
     try:
         end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
         data = yaml.safe_load("\n".join(lines[1:end]))
-    except (StopIteration, yaml.YAMLError):
-        return {}
+    except (StopIteration, yaml.YAMLError, RecursionError):
+        return {}  # parse_note reports what is wrong with it
     return data if isinstance(data, dict) else {}
 
 

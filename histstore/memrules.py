@@ -98,7 +98,7 @@ _MODELS_RE = re.compile(r"models:(?P<value>.*)")
 _DATE_SUFFIX_RE = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
 _BRACKET_SUFFIX_RE = re.compile(r"\[[^\[\]]*\]$")
 _CLOUD_PREFIX_RE = re.compile(
-    r"^(?:[a-z]{2,4}\.)?(?:anthropic|amazon|meta|mistral|cohere|openai)\."
+    r"^(?:[a-z]{2,6}\.)?(?:anthropic|amazon|meta|mistral|cohere|openai)\."
 )
 _CLOUD_SUFFIX_RE = re.compile(r"(?:-v\d+(?::\d+)?|@\d{8}|@latest)$")
 _BOM = b"\xef\xbb\xbf"

@@ -924,4 +924,14 @@ def test_cloud_model_ids_match_by_their_bare_name() -> None:
 
     assert bare_model_name("us.anthropic.claude-sonnet-4-5-20250929-v1:0") == "claude-sonnet-4-5"
     assert bare_model_name("claude-opus-4-1@20250805") == "claude-opus-4-1"
+    assert bare_model_name("global.anthropic.claude-haiku-4-5-20251001-v1:0") == "claude-haiku-4-5"
     assert model_matches(["claude-sonnet-*"], "us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+
+
+def test_a_deeply_nested_draft_is_refused_in_one_line(hs: HS, mem: Path, tmp_path: Path) -> None:
+    deep = "[" * 5000 + "]" * 5000
+    draft = tmp_path / "user_deep.md"
+    draft.write_text(f"---\nname: {deep}\ndescription: d\ntype: user\n---\nx\n")
+    r = hs("memory", "write", "--from", str(draft), "--yes")
+    assert r.exit_code == 2 and "nested too deeply" in r.stderr
+    assert list(mem.iterdir()) == []
