@@ -29,6 +29,7 @@ import contextlib
 import difflib
 import os
 import re
+import stat
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -168,6 +169,12 @@ def memory_dir(
     if not path.is_dir():
         raise BadInput(f"{source} {path} is not a directory")
     path = path.resolve()
+    root = store.root.resolve()
+    if path == root or path.is_relative_to(root) or root.is_relative_to(path):
+        raise BadInput(
+            f"{source} {path} is inside the store (or holds it)",
+            hint="keep memory in its own folder, apart from the store",
+        )
     if _in_version_control(path):
         raise BadInput(
             f"{source} is inside version control ({path})",
@@ -291,15 +298,30 @@ def read_files(directory: Path) -> dict[str, bytes]:
                 hint="memory files must be regular files inside the directory",
             )
         if entry.is_file():
-            data = Path(entry.path).read_bytes()
-            if len(data) > max(memrules.MAX_NOTE_BYTES, memrules.MAX_INDEX_BYTES):
-                raise BadInput(
-                    f"{entry.name} is {len(data)} bytes, over the "
-                    f"{memrules.MAX_NOTE_BYTES}-byte limit of a memory file",
-                    hint="shorten it; `hs memory check` lists every problem",
-                )
-            out[entry.name] = data
+            data = read_regular(
+                Path(entry.path), max(memrules.MAX_NOTE_BYTES, memrules.MAX_INDEX_BYTES)
+            )
+            if data is not None:
+                out[entry.name] = data
     return out
+
+
+def read_regular(path: Path, limit: int = memrules.MAX_NOTE_BYTES) -> bytes | None:
+    """A memory file's bytes; None when there is none. Anything but a regular
+    file (a FIFO, a device, a folder) is refused before it is opened, and so is
+    a file over ``limit`` bytes."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise BadInput(f"{path} is not a regular file", hint="memory files are plain text files")
+    if st.st_size > limit:
+        raise BadInput(
+            f"{path.name} is {st.st_size} bytes, over the {limit}-byte limit of a memory file",
+            hint="shorten it; `hs memory check` lists every problem",
+        )
+    return path.read_bytes()
 
 
 def _redacted(store: Store, data: bytes) -> bytes:
@@ -707,20 +729,27 @@ def draft_fields(text: str) -> dict[str, Any]:
     try:
         end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
         data = yaml.safe_load("\n".join(lines[1:end]))
-    except (StopIteration, yaml.YAMLError):
-        return {}
+    except (StopIteration, yaml.YAMLError, RecursionError):
+        return {}  # parse_note reports what is wrong with it
     return data if isinstance(data, dict) else {}
 
 
 def _index_with(index_old: bytes | None, file: str, line: str) -> tuple[bytes, str | None]:
     """The index with exactly one line added or changed: (new bytes, replaced line)."""
     text = (index_old or b"").decode("utf-8-sig") if index_old else ""
-    newline = "\r\n" if "\r\n" in text else "\n"
-    # lines as memrules.parse_index counts them: split on "\n" only
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    lines = [ln.removesuffix("\r") for ln in lines]
+    # lines as memrules.parse_index counts them (split on "\n" only), each
+    # keeping its own ending, so only the one line changes
+    raw = text.split("\n")
+    ends = ["\n"] * (len(raw) - 1) + [""]
+    if raw and raw[-1] == "":
+        raw.pop()
+        ends.pop()
+    lines = [ln.removesuffix("\r") for ln in raw]
+    ends = [
+        "\r\n" if r.endswith("\r") and e else "\r" if r.endswith("\r") else e
+        for r, e in zip(raw, ends, strict=True)
+    ]
+    first_end = next((e for e in ends if e), "\n")
     entries, _ = memrules.parse_index(INDEX_FILE, index_old or b"")
     mine = [e for e in entries if e.file == file]
     if len(mine) > 1:
@@ -731,11 +760,17 @@ def _index_with(index_old: bytes | None, file: str, line: str) -> tuple[bytes, s
     if mine:
         replaced = lines[mine[0].line - 1]
         lines[mine[0].line - 1] = line
+        if not ends[mine[0].line - 1]:
+            ends[mine[0].line - 1] = first_end
     else:
         replaced = None
+        if ends and not ends[-1]:
+            ends[-1] = first_end  # the last line gets its missing line break
         lines.append(line)
+        ends.append(first_end)
     bom = "\ufeff" if index_old and index_old.startswith(b"\xef\xbb\xbf") else ""
-    return (bom + newline.join(lines) + newline).encode("utf-8"), replaced
+    body = "".join(ln + e for ln, e in zip(lines, ends, strict=True))
+    return (bom + body).encode("utf-8"), replaced
 
 
 def plan_write(
@@ -778,8 +813,14 @@ def plan_write(
     if text is None:
         if not name.strip() or not description.strip():
             raise BadInput("a memory needs a non-empty --name and --description")
+        for what, value in (("--name", name), ("--description", description)):
+            if any(c in value for c in "\r\n\x00"):
+                raise BadInput(f"{what} holds a line break", hint="give it on one line")
         text = memrules.render_note(type_, name.strip(), description.strip(), body)
-    data = text.encode("utf-8")
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInput("the note is not valid UTF-8 text", hint="give the text as UTF-8") from None
     note, violations = memrules.parse_note(file, data)
     if violations or note is None:
         v = violations[0] if violations else None
@@ -788,7 +829,7 @@ def plan_write(
             hint="fix the draft; `hs memory check` explains every rule",
         )
     path = _inside(directory, file)
-    note_old = path.read_bytes() if path.exists() else None
+    note_old = read_regular(path)
     if note_old is not None and revise is None and kind == "write":
         raise Conflict(
             f"{file} exists in {directory}",
@@ -796,7 +837,17 @@ def plan_write(
         )
     dups = near_duplicates(directory, file, note, skip=file if revise or kind != "write" else None)
     index_path = _inside(directory, index_file(directory))
-    index_old = index_path.read_bytes() if index_path.exists() else None
+    index_old = read_regular(index_path, memrules.MAX_INDEX_BYTES)
+    if index_old is not None:
+        try:
+            if b"\0" in index_old:
+                raise UnicodeDecodeError("utf-8", index_old, 0, 1, "NUL")
+            index_old.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadInput(
+                f"{index_path} is not UTF-8 text",
+                hint="fix it first (`hs memory check` shows where)",
+            ) from None
     line = memrules.index_line(note.name, file, note.description)
     index_new, replaced = _index_with(index_old, file, line)
     return WritePlan(
@@ -884,16 +935,23 @@ def _restore(path: Path, data: bytes | None) -> bool:
 def _new_violations(
     before: list[memrules.Violation], after: list[memrules.Violation]
 ) -> list[memrules.Violation]:
-    seen = {(v.file, v.rule, v.message) for v in before}
-    return [v for v in after if (v.file, v.rule, v.message) not in seen]
+    # by file and rule: a message may change wording with the write (an
+    # index-missing note: "there is no MEMORY.md" -> "MEMORY.md has no entry")
+    seen = {(v.file, v.rule) for v in before}
+    return [v for v in after if (v.file, v.rule) not in seen]
 
 
 def apply_write(store: Store, plan: WritePlan, *, command: str) -> WriteResult:
     """Write the note and its index line, check both, record a revision.
 
     Refuses a plan with near-duplicates unless it revises or ``create`` is set."""
-    if plan.duplicates and plan.revise is None and not plan.create and plan.kind == "write":
+    if plan.duplicates and not plan.create and plan.kind == "write":
         d = plan.duplicates[0]
+        if plan.revise is not None:
+            raise Conflict(
+                f"revised, {plan.file} would look like {d.file} ({d.why})",
+                hint=f"revise {d.file} instead, or make the two notes say different things",
+            )
         raise Conflict(
             f"{d.file} looks like this note ({d.why})",
             hint=f"revise it with --revise {d.file}, or write a separate note with --create",
@@ -901,8 +959,8 @@ def apply_write(store: Store, plan: WritePlan, *, command: str) -> WriteResult:
     directory = plan.mdir.path
     with store.lock():
         # the directory must still be what the preview showed
-        now_note = plan.path.read_bytes() if plan.path.exists() else None
-        now_index = plan.index_path.read_bytes() if plan.index_path.exists() else None
+        now_note = read_regular(plan.path)
+        now_index = read_regular(plan.index_path, memrules.MAX_INDEX_BYTES)
         if now_note != plan.note_old or now_index != plan.index_old:
             raise Conflict(
                 f"{directory} changed since the preview",
@@ -945,9 +1003,15 @@ def apply_write(store: Store, plan: WritePlan, *, command: str) -> WriteResult:
                 command=command,
                 directory=directory,
             )
-        except Exception as e:
+        except BaseException as e:  # an interrupt (Ctrl-C) rolls back too
             ok = all(_restore(p, old) for p, old in reversed(written))
-            what = e.message if isinstance(e, HistError) else f"{type(e).__name__}: {e}"
+            what = (
+                e.message
+                if isinstance(e, HistError)
+                else "interrupted"
+                if isinstance(e, KeyboardInterrupt)
+                else f"{type(e).__name__}: {e}"
+            )
             raise WriteBlocked(
                 f"blocked: {what}; rollback {'succeeded' if ok else 'FAILED'}",
                 hint="every file was put back as it was"

@@ -97,6 +97,10 @@ _ENTRY_RE = re.compile(r"- \[(?P<name>.+?)\]\((?P<file>[^()\s]+)\)\s+[—-]\s+(?
 _MODELS_RE = re.compile(r"models:(?P<value>.*)")
 _DATE_SUFFIX_RE = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
 _BRACKET_SUFFIX_RE = re.compile(r"\[[^\[\]]*\]$")
+_CLOUD_PREFIX_RE = re.compile(
+    r"^(?:[a-z]{2,6}\.)?(?:anthropic|amazon|meta|mistral|cohere|openai)\."
+)
+_CLOUD_SUFFIX_RE = re.compile(r"(?:-v\d+(?::\d+)?|@\d{8}|@latest)$")
 _BOM = b"\xef\xbb\xbf"
 _SHOW_MAX = 60
 _INDEX_INDEX = {n.lower(): i for i, n in enumerate(INDEX_NAMES)}
@@ -359,6 +363,8 @@ def _load_frontmatter(file_name: str, source: str) -> tuple[Any, dict[str, int],
         )
     except yaml.YAMLError as e:
         return broken(None, str(e))
+    except RecursionError:
+        return broken(None, "nested too deeply to read: flatten it")
     finally:
         loader.dispose()
     lines: dict[str, int] = {}
@@ -563,11 +569,13 @@ def index_line(name: str, file_name: str, description: str) -> str:
     line = f"- [{name}]({file_name}) — {description}"
     over = len(line) - MAX_INDEX_LINE
     if over > 0:
-        room = max(0, len(description) - over)
+        room = len(description) - over
         raise BadInput(
             f"the index line for {file_name} is {len(line)} characters, "
             f"{over} over the limit of {MAX_INDEX_LINE}",
-            hint=f"shorten the description to {room} characters or fewer",
+            hint=f"shorten the description to {room} characters or fewer"
+            if room >= 20
+            else "shorten the name (and the description)",
         )
     if _entry_parts(line) != (name, file_name, description):
         raise BadInput(
@@ -830,6 +838,9 @@ def bare_model_name(model: str) -> str:
     bare = model.strip().lower()
     bare = bare.rsplit("/", 1)[-1]
     bare = _BRACKET_SUFFIX_RE.sub("", bare)
+    # cloud catalogue ids: "us.anthropic.claude-x-20250929-v1:0", "claude-x@20250929"
+    bare = _CLOUD_PREFIX_RE.sub("", bare)
+    bare = _CLOUD_SUFFIX_RE.sub("", bare)
     return _DATE_SUFFIX_RE.sub("", bare)
 
 

@@ -401,7 +401,10 @@ class _Hit:
 
 
 def _host(m: re.Match[str]) -> str:
-    host = urlsplit(m.group()).hostname or ""
+    try:
+        host = urlsplit(m.group()).hostname or ""
+    except ValueError:  # not a URL after all ("http://[fe80::1")
+        return " "
     return " " + host.removeprefix("www.") + " "
 
 

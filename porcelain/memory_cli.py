@@ -214,7 +214,10 @@ def write(
         if slug is None and split is not None:
             slug = split[1]
     elif body == "-":
-        body = sys.stdin.read()
+        try:
+            body = sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadInput("--body - : stdin is not UTF-8 text") from None
     plan = plan_write(
         store,
         mdir,
@@ -231,19 +234,18 @@ def write(
 
 
 def _read_draft(path: Path) -> str:
-    from histstore import memrules
 
+    from histstore.memory import read_regular
+
+    if path.is_dir():
+        raise BadInput(f"--from {path} is a directory", hint="give a draft note file")
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise NotFound(f"no draft file {path}") from None
-    except IsADirectoryError:
-        raise BadInput(f"--from {path} is a directory", hint="give a draft note file") from None
-    if len(data) > memrules.MAX_NOTE_BYTES:
-        raise BadInput(
-            f"--from {path} is {len(data)} bytes, over the {memrules.MAX_NOTE_BYTES}-byte limit",
-            hint="a memory note is a short note; shorten it",
-        )
+        read = read_regular(path)
+    except BadInput as e:
+        raise BadInput(f"--from {e.message}", hint="a memory note is a short text file") from None
+    if read is None:
+        raise NotFound(f"no draft file {path}")
+    data = read
     if b"\0" in data:
         raise BadInput(f"--from {path} is binary, not a text note")
     try:
@@ -271,6 +273,12 @@ def restore(
     mdir = _dir(store, project, memory_dir)
     _refuse_excluded(store, mdir.scope, name)
     plan = plan_restore(store, mdir, name, rev)
+    if _hidden(store)(mdir.scope, plan.file, exclusions_only=True):
+        # (a note the newest revision no longer holds is found at REV only)
+        raise NotFound(
+            f"memory {plan.file} is excluded: it is not restored",
+            hint="`hs unforget` its marker first",
+        )
     _write(ctx, store, plan, yes, json_out)
 
 
@@ -557,6 +565,8 @@ def scan(
     json_out: JsonOpt = False,
 ) -> None:
     """Propose memories from what people said in recorded turns (nothing is written)."""
+    import os
+
     from histstore import memrules
     from histstore.fsutil import atomic_write
     from histstore.memscan import scan as do_scan
@@ -566,11 +576,19 @@ def scan(
     if drafts is not None:
         if drafts.exists() and not drafts.is_dir():
             raise BadInput(f"--drafts {drafts} is not a directory")
+        if drafts.is_dir() and memrules.index_order(os.listdir(drafts)):
+            raise BadInput(
+                f"--drafts {drafts} is a memory directory (it has an index)",
+                hint="drafts go to a folder of their own; `hs memory write --from` brings one in",
+            )
         drafts.mkdir(parents=True, exist_ok=True)
     for p in proposals:
         text = memrules.render_note(p.type, p.name, p.description, p.body)
         if drafts is not None:
-            atomic_write(drafts / p.file, text.encode("utf-8"))
+            if (drafts / p.file).exists() or (drafts / p.file).is_symlink():
+                typer.echo(f"hs: kept {drafts / p.file}: a file of that name is there", err=True)
+            else:
+                atomic_write(drafts / p.file, text.encode("utf-8"))
         if json_out:
             _echo_json(p.as_json())
             continue

@@ -788,3 +788,150 @@ def test_status_counts_memory_scopes_and_directories(hs: HS, mem: Path) -> None:
     assert "memory:     1 scope recorded; 1 directory configured" in hs("status").stdout
     info = json.loads(hs("status", "--json").stdout)
     assert info["memory_scopes"] == 1 and info["memory_dirs"] == {"system": str(mem)}
+
+
+# ------------------------------------------------- found by review: bad input
+
+
+def test_the_first_write_into_notes_without_an_index_is_not_blocked(hs: HS, mem: Path) -> None:
+    _note(mem, "user_editor.md", "Editor", "Uses vim.\n", "user")
+    r = hs(*write_args(slug="shell", name="Shell", description="uses zsh", type_="user"), "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert (mem / "MEMORY.md").read_text() == "- [Shell](user_shell.md) — uses zsh\n"
+
+
+def test_drafts_never_go_into_a_memory_directory_nor_over_a_file(
+    hs: HS, mem: Path, tmp_path: Path, make_turns: Any
+) -> None:
+    from helpers import turn_record
+
+    hs(*write_args(), "--yes")
+    hs("import", str(make_turns([turn_record(1, asked="Never use pip, because uv pins.")])))
+    r = hs("memory", "scan", "--drafts", str(mem))
+    assert r.exit_code == 2 and "is a memory directory" in r.stderr
+    drafts = tmp_path / "drafts"
+    drafts.mkdir()
+    file = hs.json_lines("memory", "scan", "--json")[0]["file"]
+    (drafts / file).write_text("mine\n")
+    r = hs("memory", "scan", "--drafts", str(drafts))
+    assert r.exit_code == 0 and "kept" in r.stderr
+    assert (drafts / file).read_text() == "mine\n"
+
+
+def test_an_interrupt_between_the_two_writes_rolls_back(
+    hs: HS, mem: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = memory._write_file
+    calls: list[Path] = []
+
+    def interrupt_second(path: Path, data: bytes) -> None:
+        calls.append(path)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        real(path, data)
+
+    monkeypatch.setattr(memory, "_write_file", interrupt_second)
+    r = hs(*write_args(), "--yes")
+    assert r.exit_code == 10 and "interrupted" in r.stderr and "rollback succeeded" in r.stderr
+    assert list(mem.iterdir()) == []
+
+
+def test_an_excluded_note_is_not_restored_from_an_old_revision(hs: HS, mem: Path) -> None:
+    _note(mem, "user_sec.md", "Sec", "PRIVATE-TEXT\n", "user")
+    (mem / "MEMORY.md").write_text("- [Sec](user_sec.md) — s\n")
+    hs("memory", "snapshot")
+    target = target_id(scope_for(None), "user_sec.md")
+    assert hs("forget", target, "--exclude", "--confirm", target).exit_code == 0
+    (mem / "user_sec.md").unlink()
+    (mem / "MEMORY.md").write_text("")
+    hs("memory", "snapshot")
+    r = hs("memory", "restore", "user_sec@~1", "--yes")
+    assert r.exit_code == 4 and "excluded" in r.stderr
+    assert "PRIVATE-TEXT" not in r.stdout and not (mem / "user_sec.md").exists()
+
+
+def test_a_memory_dir_inside_the_store_is_refused(hs: HS, store_path: Path, store: Store) -> None:
+    r = hs(*write_args(), "--memory-dir", str(store_path / "refs"), "--yes")
+    assert r.exit_code == 2 and "inside the store" in r.stderr
+    assert hs("fsck").exit_code == 0
+
+
+def test_deeply_nested_yaml_is_a_violation_not_a_crash(hs: HS, mem: Path) -> None:
+    deep = "[" * 5000 + "]" * 5000
+    (mem / "user_deep.md").write_text(f"---\nname: {deep}\ndescription: d\ntype: user\n---\nx\n")
+    r = hs("memory", "check")
+    assert r.exit_code == 1 and "user_deep.md" in r.stdout and "internal" not in r.stderr
+
+
+def test_scan_survives_a_malformed_url(hs: HS, store: Store, make_turns: Any) -> None:
+    from helpers import turn_record
+
+    t = turn_record(1, asked="We use the mirror at http://[fe80::1 for builds.")
+    hs("import", str(make_turns([t])))
+    r = hs("memory", "scan")
+    assert r.exit_code == 0, r.stderr
+
+
+def test_text_that_is_not_utf8_is_refused(hs: HS, mem: Path, store_path: Path) -> None:
+    r = hs(*write_args(body="b\udcffc"), "--yes")
+    assert r.exit_code == 2 and "UTF-8" in r.stderr
+    (mem / "MEMORY.md").write_bytes(b"- caf\xe9\n")
+    r = hs(*write_args(), "--yes")
+    assert r.exit_code == 2 and "MEMORY.md is not UTF-8" in r.stderr
+    (mem / "MEMORY.md").write_bytes(b"\x00")
+    assert hs(*write_args(), "--yes").exit_code == 2
+    r = hs(*write_args(name="a\nb"), "--yes")
+    assert r.exit_code == 2 and "line break" in r.stderr
+
+
+def test_a_fifo_or_a_huge_file_is_refused_without_reading_it(
+    hs: HS, mem: Path, tmp_path: Path
+) -> None:
+    os.mkfifo(mem / "user_ff.md")
+    r = hs(*write_args(slug="ff", name="F", description="f", type_="user"), "--yes")
+    assert r.exit_code == 2 and "not a regular file" in r.stderr
+    os.unlink(mem / "user_ff.md")
+    os.mkfifo(tmp_path / "draft.md")
+    r = hs("memory", "write", "--from", str(tmp_path / "draft.md"), "--yes")
+    assert r.exit_code == 2 and "not a regular file" in r.stderr
+    with open(mem / "user_big.md", "wb") as f:
+        f.truncate(1 << 30)  # sparse: refused by its size before a byte is read
+    r = hs("memory", "snapshot")
+    assert r.exit_code == 2 and "limit" in r.stderr
+
+
+def test_revise_refuses_to_copy_another_note(hs: HS, mem: Path) -> None:
+    hs(*write_args(), "--yes")
+    hs(*write_args(slug="other", name="Other", description="quite unrelated"), "--yes")
+    r = hs(
+        "memory", "write", "--revise", "other", "--name", "Use tabs", "--description",
+        "Indent Go files with tabs", "--body", "x" + WHY, "--yes",
+    )  # fmt: skip
+    assert r.exit_code == 5 and "would look like feedback_use-tabs.md" in r.stderr
+
+
+def test_a_write_changes_one_index_line_whatever_the_line_endings(hs: HS, mem: Path) -> None:
+    (mem / "MEMORY.md").write_bytes(b"# Memory\r\n\n<!-- x -->")
+    assert hs(*write_args(), "--yes").exit_code == 0
+    assert (mem / "MEMORY.md").read_bytes() == (
+        b"# Memory\r\n\n<!-- x -->\r\n- [Use tabs](feedback_use-tabs.md) \xe2\x80\x94 "
+        b"Indent Go files with tabs\r\n"
+    )
+
+
+def test_cloud_model_ids_match_by_their_bare_name() -> None:
+    from histstore.memrules import bare_model_name, model_matches
+
+    assert bare_model_name("us.anthropic.claude-sonnet-4-5-20250929-v1:0") == "claude-sonnet-4-5"
+    assert bare_model_name("claude-opus-4-1@20250805") == "claude-opus-4-1"
+    assert bare_model_name("global.anthropic.claude-haiku-4-5-20251001-v1:0") == "claude-haiku-4-5"
+    assert model_matches(["claude-sonnet-*"], "us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+
+
+def test_a_deeply_nested_draft_is_refused_in_one_line(hs: HS, mem: Path, tmp_path: Path) -> None:
+    deep = "[" * 5000 + "]" * 5000
+    draft = tmp_path / "user_deep.md"
+    draft.write_text(f"---\nname: {deep}\ndescription: d\ntype: user\n---\nx\n")
+    r = hs("memory", "write", "--from", str(draft), "--yes")
+    assert r.exit_code == 2 and "nested too deeply" in r.stderr
+    assert list(mem.iterdir()) == []
