@@ -504,6 +504,101 @@ def test_memory_deletion_loses_to_a_modification() -> None:
     assert tree == {"files": {"x.md": hash_object("blob", b"1")}}
 
 
+def _note(slug: str, description: str) -> bytes:
+    from histstore.memrules import render_note
+
+    return render_note("user", slug.title(), description, f"About {slug}.").encode()
+
+
+def _entry(slug: str, description: str) -> str:
+    return f"- [{slug.title()}](user_{slug}.md) — {description}\n"
+
+
+def test_notes_added_on_two_machines_keep_both_index_lines(
+    two: tuple[Store, Store], tmp_path: Path
+) -> None:
+    """MEMORY.md merges by entry: two machines adding different notes from a
+    common base do not conflict, and the merged index names both (so the
+    merged directory passes the memory rules)."""
+    from histstore.memrules import check_dir
+
+    a, b = two
+    base = {"MEMORY.md": ("# Memory\n" + _entry("tabs", "tabs")).encode()}
+    base["user_tabs.md"] = _note("tabs", "tabs")
+    write_memory(a, "system", base)
+    sync(a, b, "b")
+    left = dict(base, **{"user_go.md": _note("go", "go")})
+    left["MEMORY.md"] = base["MEMORY.md"] + _entry("go", "go").encode()
+    right = dict(base, **{"user_rust.md": _note("rust", "rust")})
+    right["MEMORY.md"] = base["MEMORY.md"] + _entry("rust", "rust").encode()
+    write_memory(a, "system", left, time="2026-03-02T10:00:00.000Z")
+    write_memory(b, "system", right, time="2026-03-03T10:00:00.000Z")  # the later one
+    rep = sync(a, b, "b")
+    assert rep.merged == ["memory/system"] and rep.memory_conflicts == []
+    files = memory_files(a, "system")
+    assert files == memory_files(b, "system")
+    # the winner's lines in its order, then the entry only the other side has
+    assert files["MEMORY.md"].decode() == (
+        "# Memory\n" + _entry("tabs", "tabs") + _entry("rust", "rust") + _entry("go", "go")
+    )
+    rev = a.get_json(a.refs.read("memory/system") or "", "memrev")
+    assert "conflicts" not in rev
+    folder = tmp_path / "merged"
+    folder.mkdir()
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    assert check_dir(folder) == []
+
+
+def test_an_index_entry_changed_differently_on_both_sides_is_the_only_conflict() -> None:
+    from histstore.objectstore import MemoryObjectStore
+
+    store = MemoryObjectStore()
+
+    def rev(index: str, parents: list[str], time: str) -> str:
+        tree = store.put("memtree", canonical_json({"files": {"MEMORY.md": blob(index)}}))
+        body = {
+            "scope": "system",
+            "project": None,
+            "tree": tree,
+            "parents": parents,
+            "time": time,
+            "kind": "write",
+            "message": "m",
+        }
+        return store.put("memrev", canonical_json(body))
+
+    def blob(text: str) -> str:
+        return store.put("blob", text.encode())
+
+    def merged_index(m: str) -> str:
+        _, payload = objs.get(m)
+        tree = json.loads(objs.get(json.loads(payload)["tree"])[1])
+        return objs.get(tree["files"]["MEMORY.md"])[1].decode()
+
+    o = "# Memory\n" + _entry("a", "a") + _entry("b", "b") + _entry("c", "c")
+    base = rev(o, [], "2026-01-01T00:00:00.000Z")
+    # left: a changed, b removed, a heading added; right (later): a changed
+    # otherwise, c changed, d added, a comment added
+    left = "# Memory\n## Mine\n" + _entry("a", "left") + _entry("c", "c") + _entry("e", "e")
+    right = "# Memory\n<!-- x -->\n" + _entry("a", "right") + _entry("b", "b")
+    right += _entry("c", "right") + _entry("d", "d")
+    rl = rev(left, [base], "2026-01-02T00:00:00.000Z")
+    rr = rev(right, [base], "2026-01-03T00:00:00.000Z")
+    objs = Objects(store)
+    m1, c1 = merge_memory(objs, rl, rr)
+    m2, c2 = merge_memory(objs, rr, rl)
+    assert m1 == m2 and c1 == c2  # symmetric
+    assert [(c.file, c.versions) for c in c1] == [("MEMORY.md", sorted([blob(left), blob(right)]))]
+    assert merged_index(m1) == (
+        "# Memory\n<!-- x -->\n"
+        + _entry("a", "right")  # both changed: the later revision's line
+        + _entry("c", "right")  # b removed on one side only
+        + _entry("d", "d")
+        + _entry("e", "e")
+    )
+
+
 def test_a_memory_conflict_is_reported_by_the_command(tmp_path: Path) -> None:
     hs, a, b = cli(tmp_path, remote_store=True)
     with Store.open(a) as sa, Store.open(b) as sb:

@@ -25,6 +25,7 @@ from histstore.sync import sync
 SESSIONS = ["s0", "s1"]
 SCOPES = ["system", "p-00000000000000aa"]
 FILES = ["a.md", "b.md"]
+NOTES = ["user_n0.md", "user_n1.md", "user_n2.md"]  # notes with a line in MEMORY.md
 TIMES = [f"2026-03-0{d}T10:00:00.000Z" for d in (1, 2, 3)]
 
 store_ix = st.integers(0, 2)
@@ -61,6 +62,14 @@ op = st.one_of(
         st.sampled_from(SCOPES),
         st.sampled_from(FILES),
         st.sampled_from([b"x", b"y", None]),  # None: delete the file
+        st.sampled_from(TIMES),
+    ),
+    st.tuples(
+        st.just("index"),
+        store_ix,
+        st.sampled_from(SCOPES),
+        st.sampled_from(NOTES),
+        st.sampled_from([0, 1, None]),  # the entry's description, or None: remove the note
         st.sampled_from(TIMES),
     ),
     st.tuples(
@@ -110,6 +119,30 @@ def _memory(store: Store, scope: str, name: str, data: bytes | None, time: str) 
     write_memory(store, scope, files, time=time)
 
 
+def _index_edit(store: Store, scope: str, note: str, variant: int | None, time: str) -> None:
+    """A note written (its MEMORY.md line added or changed) or removed (its line
+    too): the index edits two machines make apart, merged by entry."""
+    rev = store.refs.read(f"memory/{scope}")
+    files: dict[str, bytes] = {}
+    if rev is not None:
+        tree = store.get_json(store.get_json(rev, "memrev")["tree"], "memtree")
+        files = {n: store.get_blob(b) for n, b in tree["files"].items()}
+    lines = files.get("MEMORY.md", b"# Memory\n").decode().splitlines()
+    line = f"- [{note[:-3]}]({note}) — v{variant}"
+    at = [i for i, x in enumerate(lines) if f"]({note})" in x]
+    if variant is None:
+        lines = [x for i, x in enumerate(lines) if i not in at]
+        files.pop(note, None)
+    else:
+        if at:
+            lines[at[0]] = line
+        else:
+            lines.append(line)
+        files[note] = f"note v{variant}\n".encode()
+    files["MEMORY.md"] = "".join(x + "\n" for x in lines).encode()
+    write_memory(store, scope, files, time=time)
+
+
 def _sync(stores: list[Store], i: int, j: int, direction: str = "sync") -> None:
     sync(
         stores[i],
@@ -147,6 +180,8 @@ def run(ops: list[tuple[Any, ...]], n: int, root: Path, *, shared: bool = False)
                     continue  # nothing forgotten there
             elif kind == "memory":
                 _memory(s, o[2], o[3], o[4], o[5])
+            elif kind == "index":
+                _index_edit(s, o[2], o[3], o[4], o[5])
             elif kind == "sync":
                 j = o[2] % n
                 if j != ix:
