@@ -31,7 +31,7 @@ import os
 import re
 import stat
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,7 @@ from . import memrules
 from .clock import now_rfc3339
 from .errors import BadInput, Conflict, HistError, NotFound
 from .fsutil import atomic_write, fsync_dir
-from .objects import canonical_json, hash_object, is_id_prefix
+from .objects import canonical_json, hash_object, is_id_prefix, is_object_id
 from .refs import Operation, RefChange
 from .store import Store
 
@@ -348,11 +348,19 @@ def record(
     command: str,
     directory: Path | None = None,
     expect: str | bool | None = False,
+    notes: list[str] | None = None,
 ) -> tuple[Operation | None, str | None]:
     """Record ``files`` as the scope's new revision (lock held by the caller).
 
     Unchanged content costs nothing: (None, head). ``expect`` (when not False)
-    is the head the caller read before it changed the directory."""
+    is the head the caller read before it changed the directory.
+
+    With ``directory`` (the files are that folder's), the folder is recorded
+    against the revision it last matched (its *base*): when a sync moved the
+    scope since, the folder's own changes are merged three-way onto the newest
+    revision, what arrived is written into the folder, and a file changed both
+    ways keeps the folder's version (the other stays in history) and is named
+    in ``notes``. Notes an exclusion kept out of the folder are not deletions."""
     old = head(store, scope)
     if expect is not False and old != expect:
         raise Conflict(
@@ -361,8 +369,25 @@ def record(
         )
     if old is None and not files:
         return None, None  # an empty directory never recorded: nothing to keep
+    checkout: dict[str, bytes | None] = {}
+    if directory is not None and old is not None:
+        old_tree = load_tree(store, load_revision(store, old).tree)
+        files = _with_hidden(store, scope, files, old_tree)
+        base = base_of(store, scope)
+        if base != old:
+            base_tree = load_tree(store, load_revision(store, base).tree) if base else {}
+            files, checkout, conflicts = _merge_folder(store, base_tree, old_tree, files)
+            if notes is not None:
+                notes += [
+                    f"{f}: changed here and by a sync; this folder's version is kept, "
+                    f"the other is revision {old[:12]} (hs memory diff {f} {old[:12]})"
+                    for f in conflicts
+                ]
     tree = put_tree(store, files)
     if old is not None and load_revision(store, old).tree == tree:
+        if directory is not None:
+            _checkout(store, scope, directory, checkout)
+            set_base(store, scope, old)
         return None, old
     rev = Revision(
         "", scope.id, scope.project, tree, [old] if old else [], now_rfc3339(), kind, message
@@ -372,7 +397,207 @@ def record(
     if directory is not None:
         extra["dir"] = str(directory)
     op = store.apply([RefChange(scope.ref, old, rev_id)], command, extra=extra)
+    if directory is not None:
+        _checkout(store, scope, directory, checkout)
+        set_base(store, scope, rev_id)
     return op, rev_id
+
+
+# ------------------------------------------------ a folder and its base
+
+
+BASE_DIR = "memory-base"
+
+
+def _base_path(store: Store, scope: Scope) -> Path:
+    return store.root / BASE_DIR / scope.id
+
+
+def base_of(store: Store, scope: Scope, default: str | bool | None = True) -> str | None:
+    """The revision the scope's folder last matched: a record of this store
+    only (never synced, like git's index). Without one: ``default``, or the
+    newest revision when ``default`` is True."""
+    try:
+        text = _base_path(store, scope).read_text("ascii").strip()
+    except (FileNotFoundError, UnicodeDecodeError):
+        text = ""
+    if is_object_id(text):
+        return text
+    if default is True:
+        return head(store, scope)
+    return default if isinstance(default, str) else None
+
+
+def set_base(store: Store, scope: Scope, rev: str | None) -> None:
+    path = _base_path(store, scope)
+    if rev is None:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    else:
+        atomic_write(path, (rev + "\n").encode("ascii"))
+
+
+def excluded_files(store: Store, scope: Scope) -> set[str]:
+    """The notes of a scope an active exclusion names."""
+    from .overlay import Overlay
+
+    out = set()
+    for target, marker in Overlay.read(store).markers.items():
+        parsed = parse_target(target)
+        if marker.excludes and parsed is not None and parsed[0] == scope.id:
+            out.add(parsed[1])
+    return out
+
+
+def _link(line: str) -> str | None:
+    m = re.search(r"\]\(([^)]+)\)", line)
+    return m.group(1) if m else None
+
+
+def visible(
+    store: Store, scope: Scope, tree: dict[str, str], present: Iterable[str] = ()
+) -> dict[str, bytes]:
+    """What a folder is given of a tree: every file but the excluded notes, and
+    the index without their lines (an exclusion's text never reaches a folder
+    an agent reads). An excluded note the folder holds already (``present``:
+    the machine it was written on) keeps its file and line."""
+    hidden = excluded_files(store, scope) - set(present)
+    out = {}
+    for f, blob in tree.items():
+        if f in hidden:
+            continue
+        data = store.get_blob(blob)
+        if hidden and memrules.is_index_name(f):
+            data = drop_index_lines(data, lambda x: x in hidden)
+        out[f] = data
+    return out
+
+
+def _with_hidden(
+    store: Store, scope: Scope, files: dict[str, bytes], tree: dict[str, str]
+) -> dict[str, bytes]:
+    """A folder's files with what :func:`visible` kept out of ``tree`` put
+    back: a note a folder was never given is not a deletion."""
+    hidden = (excluded_files(store, scope) & set(tree)) - set(files)
+    if not hidden:
+        return files
+    shown = visible(store, scope, tree, files)
+    out = dict(files)
+    for f in hidden:
+        out.setdefault(f, store.get_blob(tree[f]))
+    for f, data in files.items():
+        if f not in tree or not memrules.is_index_name(f):
+            continue
+        if _redacted(store, data) == shown.get(f):
+            out[f] = store.get_blob(tree[f])  # the index as given: the lines come back
+            continue
+        # an index edited here: the hidden lines it was never given are kept
+        text = data.decode("utf-8", "replace")
+        lines = text.splitlines()
+        missing = [
+            ln
+            for ln in store.get_blob(tree[f]).decode("utf-8", "replace").splitlines()
+            if _link(ln) in hidden and ln not in lines
+        ]
+        if missing:
+            sep = "" if not text or text.endswith("\n") else "\n"
+            out[f] = (text + sep + "\n".join(missing) + "\n").encode("utf-8")
+    return out
+
+
+def _merge_folder(
+    store: Store, base: dict[str, str], theirs: dict[str, str], files: dict[str, bytes]
+) -> tuple[dict[str, bytes], dict[str, bytes | None], list[str]]:
+    """Three-way, per file: the folder's ``files`` (changed since ``base``)
+    onto ``theirs`` (the newest revision). Returns (merged files, what to write
+    into the folder — None: remove —, files changed both ways)."""
+    mine = {f: hash_object("blob", _redacted(store, d)) for f, d in files.items()}
+    merged: dict[str, bytes] = {}
+    checkout: dict[str, bytes | None] = {}
+    conflicts = []
+    # the notes first, the index last: its merge keeps lines of notes present
+    for f in sorted(
+        set(base) | set(theirs) | set(mine), key=lambda f: (memrules.is_index_name(f), f)
+    ):
+        b, t, m = base.get(f), theirs.get(f), mine.get(f)
+        if m == b and t != m:  # unchanged here: take what arrived
+            data = store.get_blob(t) if t is not None else None
+            checkout[f] = data
+            if data is not None:
+                merged[f] = data
+        elif t in (b, m):  # changed here only (or the same way)
+            if m is not None:
+                merged[f] = files[f]
+        elif memrules.is_index_name(f) and b is not None and t is not None and m is not None:
+            data, clash = _merge_index(store.get_blob(b), store.get_blob(t), files[f], set(merged))
+            merged[f] = data
+            if data != files[f]:
+                checkout[f] = data
+            if clash:
+                conflicts.append(f)
+        else:  # changed both ways: the folder's version, the other stays in history
+            if m is not None:
+                merged[f] = files[f]
+            conflicts.append(f)
+    return merged, checkout, conflicts
+
+
+def _merge_index(base: bytes, theirs: bytes, mine: bytes, present: set[str]) -> tuple[bytes, bool]:
+    """An index changed here and by a sync, merged by entry (the note each
+    line links): this folder's lines in its order, an entry only the other
+    side changed or added taken from it, one only it removed dropped. True
+    when an entry changed both ways (this folder's line is kept)."""
+
+    def entries(data: bytes) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for ln in data.decode("utf-8", "replace").splitlines():
+            f = _link(ln)
+            if f is not None:
+                out.setdefault(f, ln)
+        return out
+
+    b, t = entries(base), entries(theirs)
+    text = mine.decode("utf-8", "replace")
+    lines = text.splitlines()
+    m = entries(mine)
+    clash = False
+    out = []
+    for ln in lines:
+        f = _link(ln)
+        if f is None or m.get(f) != ln:
+            out.append(ln)
+        elif ln == b.get(f) and f not in t:
+            continue  # removed by the other side only
+        elif ln == b.get(f) and t[f] != ln:
+            out.append(t[f])  # changed by the other side only
+        else:
+            clash = clash or (f in t and t[f] != b.get(f) and t[f] != ln)
+            out.append(ln)
+    out += [ln for f, ln in t.items() if f not in m and b.get(f) != ln and f in present]
+    newline = "\r\n" if "\r\n" in text else "\n"
+    return (newline.join(out) + newline).encode("utf-8"), clash
+
+
+def _checkout(
+    store: Store, scope: Scope, directory: Path, checkout: dict[str, bytes | None]
+) -> None:
+    """Write what arrived into the folder (never an excluded note's text)."""
+    if not checkout:
+        return
+    present = {e.name for e in os.scandir(directory)}
+    hidden = excluded_files(store, scope) - present
+    for f, data in sorted(checkout.items()):
+        if f in hidden:
+            continue
+        path = _inside(directory, f)
+        if data is None:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            continue
+        if hidden and memrules.is_index_name(f):
+            data = drop_index_lines(data, lambda x: x in hidden)
+        atomic_write(path, data)
+    fsync_dir(directory)
 
 
 def snapshot(
@@ -791,6 +1016,7 @@ def plan_write(
     the note's whole content (a restore), else rendered from the fields."""
     index_warn_tokens(store)  # a bad setting is refused before anything is written
     directory = mdir.path
+    _check_in_step(store, mdir)
     target_file: str | None = None
     if revise is not None:
         files = {f: "" for f in read_files(directory)}
@@ -867,6 +1093,22 @@ def plan_write(
         create,
         kind,
     )
+
+
+def _check_in_step(store: Store, mdir: MemoryDir) -> None:
+    """A write starts from the newest revision: a folder a sync left behind
+    (with edits of its own, so it could not follow) is merged first."""
+    tip = head(store, mdir.scope)
+    if tip is None or base_of(store, mdir.scope) == tip:
+        return
+    current = {f: _redacted(store, d) for f, d in read_files(mdir.path).items()}
+    shown = visible(store, mdir.scope, load_tree(store, load_revision(store, tip).tree), current)
+    if current != shown:
+        raise Conflict(
+            f"{mdir.path} is behind revision {tip[:12]} of the {mdir.scope.label} memory "
+            "(a sync brought it) and holds edits of its own",
+            hint="`hs memory snapshot` merges the two; then write again",
+        )
 
 
 def _find_in_dir(directory: Path, files: dict[str, str], name: str) -> str:
@@ -1128,8 +1370,30 @@ def undo_files(store: Store, op: Operation, inverse: list[RefChange]) -> Callabl
                 fsync_dir(p.parent)
             else:
                 atomic_write(p, data)
+        for c in mem:
+            set_base(store, Scope(c.ref[len(PREFIX) :], None), c.new)
 
     return run
+
+
+def after_undo(store: Store, op: Operation, inverse: list[RefChange]) -> None:
+    """Once an undo moved memory refs (lock held): the folders' bases follow.
+    An undone snapshot leaves its folder ahead of the ref (its edits are
+    recorded again by the next snapshot); an undone sync moves a folder back
+    when it holds what the sync gave it (as :func:`follow` does)."""
+    if op.extra.get("memory_kind") in FILE_KINDS and isinstance(op.extra.get("dir"), str):
+        return  # undo_files put the files and the base back
+    for c in inverse:
+        if not c.ref.startswith(PREFIX):
+            continue
+        scope_id = c.ref[len(PREFIX) :]
+        rev = c.new or c.old
+        project = load_revision(store, rev).project if rev else None
+        scope = Scope(scope_id, project)
+        if op.extra.get("memory_kind") == "snapshot":
+            set_base(store, scope, c.new)
+        elif c.new is not None:
+            follow(store, scope, c.old, c.new)
 
 
 # -------------------------------------------------------------------- prompt
@@ -1293,9 +1557,10 @@ def search_notes(
 def follow(store: Store, scope: Scope, old_rev: str | None, new_rev: str) -> str | None:
     """After a sync moved a scope's ref from ``old_rev`` to ``new_rev``: bring
     the directory config.toml names for the scope along, as ``git pull`` does a
-    clean work tree — only when it still holds exactly ``old_rev``'s files (no
-    edit is ever overwritten). Returns what happened, for the person, or None
-    when the scope has no directory here."""
+    clean work tree — only when it still holds exactly what it was last given
+    (its base; ``old_rev`` when it has none): no edit is ever overwritten, and
+    an excluded note's text is never written. Returns what happened, for the
+    person, or None when the scope has no directory here."""
     key = SYSTEM if scope.project is None else scope.project
     if key not in configured_dirs(store):
         return None
@@ -1303,27 +1568,30 @@ def follow(store: Store, scope: Scope, old_rev: str | None, new_rev: str) -> str
         mdir = memory_dir(store, scope, use_env=False)
     except (BadInput, NotFound) as e:
         return f"{scope.label} memory directory not updated: {e.message}"
-    before = load_tree(store, load_revision(store, old_rev).tree) if old_rev else {}
-    after = load_tree(store, load_revision(store, new_rev).tree)
     with store.lock():
-        current = read_files(mdir.path)
-        recorded = {f: hash_object("blob", _redacted(store, d)) for f, d in current.items()}
-        if recorded != before:
+        base = base_of(store, scope, default=old_rev or False)
+        current = {f: _redacted(store, d) for f, d in read_files(mdir.path).items()}
+        base_tree = load_tree(store, load_revision(store, base).tree) if base else {}
+        before = visible(store, scope, base_tree, current)
+        new_tree = load_tree(store, load_revision(store, new_rev).tree)
+        after = visible(store, scope, new_tree, current)
+        if current != before:
             return (
-                f"{mdir.path} has edits not recorded: left as it is; record them with "
-                "`hs memory snapshot`, then sync again"
+                f"{mdir.path} has edits not recorded: left as it is; `hs memory snapshot` "
+                "records them merged with what arrived"
             )
         changed = 0
-        for f in sorted(set(before) | set(after)):
-            if before.get(f) == after.get(f):
+        for f in sorted(set(current) | set(after)):
+            if current.get(f) == after.get(f):
                 continue
             path = _inside(mdir.path, f)
             if f in after:
-                atomic_write(path, store.get_blob(after[f]))
+                atomic_write(path, after[f])
             else:
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
             changed += 1
         if changed:
             fsync_dir(mdir.path)
+        set_base(store, scope, new_rev)
     return f"{mdir.path}: {changed} file{'s' if changed != 1 else ''} updated" if changed else None

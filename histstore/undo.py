@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .errors import Ambiguous, BadInput, Conflict, NotFound
 from .forgetting import RebuildFailed
-from .memory import undo_files
+from .memory import after_undo, undo_files
 from .overlay import PREFIX as OVERLAY_PREFIX
 from .overlay import write_views
 from .recall import RecallIndex
@@ -65,6 +65,7 @@ def undo(store: Store, op_id: str | None = None, *, command: str = "hs undo") ->
             raise BadInput(f"operation {target.op} changed nothing to undo")
         if files_back is not None:
             files_back()
+        after_undo(store, target, inverse)
         markers_moved = any(c.ref.startswith(OVERLAY_PREFIX) for c in inverse)
         if markers_moved:
             write_views(store)

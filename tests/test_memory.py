@@ -695,6 +695,7 @@ def test_follow_brings_a_clean_directory_along_and_never_overwrites_edits(
     # as if another machine's revision arrived: the directory still holds `old`
     for name, data in v1.items():
         (d / name).write_bytes(data)
+    memory.set_base(store, scope, old)  # the folder last matched `old`
     assert new is not None
     msg = memory.follow(store, scope, old, new)
     assert msg is not None and "2 files updated" in msg
