@@ -179,7 +179,8 @@ def open_remote(store: Store, remote: Remote, *, init: bool = False) -> tuple[St
 
 
 def children(object_id: str, kind: str, payload: bytes) -> list[str]:
-    """The ids an object refers to (the objects a copy must bring with it)."""
+    """The ids an object refers to (the objects a copy must bring with it),
+    parent revisions last (:func:`walk_missing` relies on it)."""
     if kind == "blob":
         return []
     d = decode_json(object_id, payload)
@@ -245,27 +246,52 @@ class _Has(Protocol):
     def has(self, object_id: str) -> bool: ...
 
 
+HOLD_BYTES = 8 << 20  # payloads a walk keeps on its stack; beyond, it reads again
+
+
 def walk_missing(
     src: _Source,
     dst: _Has,
     roots: list[str],
     emit: Callable[[str, str, bytes], None],
     progress: Callable[[], None] | None = None,
+    *,
+    hold: int | None = None,
 ) -> None:
     """Every object reachable from ``roots`` that ``dst`` lacks, children before
     parents (so an interrupted copy never leaves an object without what it
-    names), each passed to ``emit`` once."""
+    names), each passed to ``emit`` once.
+
+    Memory stays bounded however long the history: an object with no
+    children is emitted as soon as it is read; one with children waits on the
+    stack by id, keeping its payload only while the payloads kept total at
+    most ``hold`` bytes (:data:`HOLD_BYTES`), else read again when emitted. Its
+    children are entered in the order :func:`children` lists them, parent
+    revisions last, so a frame descending a revision chain has no sibling ids
+    left to keep: a session recorded a turn at a time (a chain of thousands
+    of revisions, each naming every turn) is walked in memory linear in its
+    length, not quadratic."""
+    budget = HOLD_BYTES if hold is None else hold
+    held = 0
     seen: set[str] = set()
-    stack: list[tuple[str, str, bytes, list[str]]] = []
+    # (id, kind, payload or None when not kept, children left to enter, reversed)
+    stack: list[tuple[str, str, bytes | None, list[str]]] = []
 
     def enter(oid: str) -> None:
+        nonlocal held
         if oid in seen:
             return
         seen.add(oid)
         if dst.has(oid):
             return
         kind, payload = src.get(oid)
-        stack.append((oid, kind, payload, children(oid, kind, payload)))
+        kids = children(oid, kind, payload)
+        if not kids:
+            emit(oid, kind, payload)
+            return
+        keep = held + len(payload) <= budget
+        held += len(payload) if keep else 0
+        stack.append((oid, kind, payload if keep else None, kids[::-1]))
 
     for root in roots:
         enter(root)
@@ -273,9 +299,15 @@ def walk_missing(
             oid, kind, payload, kids = stack[-1]
             if kids:
                 enter(kids.pop())
+                continue
+            stack.pop()
+            if payload is None:
+                again, payload = src.get(oid)
+                if again != kind:
+                    raise CorruptObject(oid, f"was a {kind}, read again as a {again}")
             else:
-                stack.pop()
-                emit(oid, kind, payload)
+                held -= len(payload)
+            emit(oid, kind, payload)
         if progress is not None:
             progress()
 

@@ -806,3 +806,55 @@ def test_a_fast_forward_reads_a_revision_or_two_however_long_the_history() -> No
     assert merge_sessions(objs, revs[-2], revs[-1]) == revs[-1]
     assert merge_sessions(objs, revs[-1], revs[-3]) == revs[-1]
     assert len(reads) <= 8, len(reads)
+
+
+@pytest.mark.parametrize("hold", [0, 64_000])
+def test_a_walk_keeps_at_most_its_budget_of_payloads(
+    hold: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first sync of a session recorded a turn at a time (a chain of
+    revisions, each naming every turn so far) must not hold the whole chain's
+    payloads: a counting source logs every read and every emit, and the bytes
+    read but not yet emitted never exceed the walk's budget (an object with
+    children past the budget is read again when it is emitted)."""
+    import histstore.sync as sync_mod
+    from histstore.objectstore import MemoryObjectStore
+
+    store = MemoryObjectStore()
+    turns: list[TurnEntry] = []
+    parent = None
+    for i in range(300):
+        blob = store.put("blob", f"turn {i} ".encode() * 100)
+        turns.append(TurnEntry(f"t{i}", blob, "2026-01-01T00:00:00.000Z"))
+        parent = store.put("session", canonical_json(_rev("s", turns, parent=parent)))
+    assert parent is not None
+    total = sum(len(p) for k, p in store.objects.values() if k == "session")
+    assert total > 4 * hold + 1_000_000  # the chain is far larger than the budget
+
+    log: list[tuple[str, str, int]] = []  # ("get" | "emit", id, bytes)
+
+    class Counting:
+        def get(self, oid: str) -> tuple[str, bytes]:
+            kind, payload = store.get(oid)
+            log.append(("get", oid, len(payload)))
+            return kind, payload
+
+    def emit(oid: str, kind: str, payload: bytes) -> None:
+        log.append(("emit", oid, len(payload)))
+
+    monkeypatch.setattr(sync_mod, "HOLD_BYTES", hold, raising=False)
+    sync_mod.walk_missing(Counting(), MemoryObjectStore(), [parent], emit)
+    emitted = [oid for what, oid, _ in log if what == "emit"]
+    assert sorted(emitted) == sorted(store.objects)
+    # a payload is kept from the last time it was read until it is emitted
+    # (a read followed by another read of the same id was not kept)
+    last_get = {oid: i for i, (what, oid, _) in enumerate(log) if what == "get"}
+    held = most = 0
+    for i, (what, oid, size) in enumerate(log):
+        if what == "get" and last_get[oid] == i:
+            held += size
+        elif what == "emit":
+            held -= size
+        most = max(most, held)
+    # the frames the budget lets keep their payload, plus the one being read
+    assert most <= hold + max(len(p) for _, p in store.objects.values()), most
