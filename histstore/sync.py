@@ -312,9 +312,21 @@ def walk_missing(
             progress()
 
 
+CHECKPOINT_OBJECTS = 20_000  # a copy makes what it wrote durable this often,
+CHECKPOINT_BYTES = 64 << 20  # or after this many payload bytes
+
+
 def _copier(
     batch: Batch, moved: Moved | None, dst: _Presence | None = None
 ) -> Callable[[str, str, bytes], None]:
+    """Writes each object the walk emits into ``batch``, making the batch durable
+    (:meth:`Batch.checkpoint`) every :data:`CHECKPOINT_OBJECTS` objects or
+    :data:`CHECKPOINT_BYTES` bytes: a sync killed mid-copy keeps what it had
+    copied up to its last checkpoint, and the next one sends only the rest.
+    Objects arrive children first, so a checkpointed object never names one
+    that is not durable too."""
+    since = [0, 0]  # objects, bytes since the last checkpoint
+
     def emit(oid: str, kind: str, payload: bytes) -> None:
         if batch.put(kind, payload) != oid:  # the codec hashed it again
             raise CorruptObject(oid, "arrived with other content")
@@ -323,6 +335,11 @@ def _copier(
         if moved is not None:
             moved.objects += 1
             moved.bytes += len(payload)
+        since[0] += 1
+        since[1] += len(payload)
+        if since[0] >= CHECKPOINT_OBJECTS or since[1] >= CHECKPOINT_BYTES:
+            batch.checkpoint()
+            since[0] = since[1] = 0
 
     return emit
 

@@ -161,6 +161,66 @@ def test_a_sync_killed_at_each_step(tmp_path: Path, point: str) -> None:
         assert any("took over the lock of" in n for n in notices), notices
 
 
+# The child pushes store A into store B, checkpointing every 50 objects, and
+# dies as a kill would after copying the given number of objects.
+LATE_KILL = r"""
+import os, sys
+from pathlib import Path
+from histstore import sync as sync_mod
+from histstore.store import Store
+
+sync_mod.CHECKPOINT_OBJECTS = 50
+die_after = int(sys.argv[3])
+real = sync_mod._copier
+copied = [0]
+
+def copier(batch, moved, dst=None):
+    emit = real(batch, moved, dst)
+    def counted(oid, kind, payload):
+        if copied[0] == die_after:
+            os._exit(9)
+        emit(oid, kind, payload)
+        copied[0] += 1
+    return counted
+
+sync_mod._copier = copier
+sync_mod.sync(Store.open(Path(sys.argv[1])), Store.open(Path(sys.argv[2])), "b", pull=False)
+print("acknowledged", flush=True)
+"""
+
+
+def test_a_sync_killed_late_in_the_copy_sends_only_the_rest_when_run_again(
+    tmp_path: Path,
+) -> None:
+    """The bulk copy checkpoints the receiving batch as it goes: a first push
+    killed after copying most of the objects keeps what it copied up to its
+    last checkpoint, and the rerun sends only the rest."""
+    pa, pb = tmp_path / "a", tmp_path / "b"
+    a, _ = Store.init(pa)
+    b, _ = Store.init(pb)
+    add_turns(a, tmp_path, list(range(120)), session_id="s")
+    total = sync(a, Store.init(tmp_path / "probe")[0], "probe", pull=False).sent.objects
+    a.close()
+    b.close()
+    assert total > 100
+    late = total - 20
+    proc = subprocess.run(
+        [sys.executable, "-c", LATE_KILL, str(pa), str(pb), str(late)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 9, proc.stderr
+    with Store.open(pa) as a, Store.open(pb) as b:
+        no_errors(b)
+        assert b.session_refs() == {}  # no ref moved: the copy never finished
+        rep = sync(a, b, "b", pull=False)
+        # at most what followed the last checkpoint before the kill is sent again
+        assert rep.sent.objects <= total - late + 50, (rep.sent.objects, total)
+        assert state(a) == state(b)
+        no_errors(b)
+
+
 # --------------------------------------------------------------------------- concurrency
 
 PUSHER = r"""
