@@ -754,14 +754,25 @@ def test_damage_in_the_remote_is_refused_at_the_border(tmp_path: Path) -> None:
     (b / "refs" / "sessions" / "x").write_text(f"{rev}\n")
     with Store.open(a) as sa:
         refs_before, ops_before = sa.refs.list_refs(), ops_count(a)
+        assert not sa.objects.has(rev)
+    remote_before = snapshot(b)
     r = hs("-C", str(a), "pull", "lap")
     assert r.exit_code == 7, r.stderr
     assert r.stderr.startswith(
         f"hs: error: the remote store's ref sessions/x points at {rev[:12]}: "
         "a revision of another session; no ref was moved"
     )
+    # exactly what docs/sync.md says: no ref, no log entry on either side; the
+    # objects the bulk copy brought before the check stay, named by no ref
     with Store.open(a) as sa:
         assert sa.refs.list_refs() == refs_before and ops_count(a) == ops_before
+        assert sa.objects.has(rev) and rev not in sa.refs.list_refs().values()
+        clean(sa)
+    assert snapshot(b) == remote_before
+    # and they are not sent again: a second refused pull writes nothing at all
+    local_after = snapshot(a)
+    assert hs("-C", str(a), "pull", "lap").exit_code == 7
+    assert snapshot(a) == local_after and snapshot(b) == remote_before
 
 
 def test_the_progress_bar_shows_only_for_long_transfers(
