@@ -69,28 +69,47 @@ def check_remote_name(name: str) -> str:
     return check_component(name, "remote name")
 
 
-def remotes(store: Store) -> dict[str, Remote]:
-    """The remotes of ``config.toml`` (``[remotes.NAME] path = "..."``), by name."""
+def remote_entries(store: Store) -> tuple[dict[str, Remote], dict[str, str]]:
+    """The remotes of ``config.toml`` (``[remotes.NAME] path = "..."``), by name,
+    and the entries that are not a remote (name -> what is wrong), so one bad
+    entry neither hides the others nor keeps ``hs remote remove`` from it."""
     table = store.config.get("remotes", {})
     if not isinstance(table, dict):
         raise BadInput(f"{store.root / 'config.toml'}: [remotes] must be a table of remotes")
-    out = {}
+    good, bad = {}, {}
     for name, entry in sorted(table.items()):
         path = entry.get("path") if isinstance(entry, dict) else None
         if not isinstance(path, str) or not path:
-            raise BadInput(
-                f"{store.root / 'config.toml'}: remote {name!r} has no path",
-                hint=f"set [remotes.{name}] path, or `hs remote remove {name}`",
-            )
-        out[name] = Remote(name, Path(path))
-    return out
+            bad[name] = "has no path" if isinstance(entry, dict) else "is not a table"
+        else:
+            good[name] = Remote(name, Path(path))
+    return good, bad
+
+
+def _bad_remote(store: Store, name: str, problem: str) -> BadInput:
+    return BadInput(
+        f"{store.root / 'config.toml'}: remote {name!r} {problem}",
+        hint=f"set [remotes.{name}] path, or `hs remote remove {name}`",
+    )
+
+
+def remotes(store: Store) -> dict[str, Remote]:
+    """The remotes of ``config.toml``, by name; a bad entry is refused."""
+    good, bad = remote_entries(store)
+    for name, problem in bad.items():
+        raise _bad_remote(store, name, problem)
+    return good
 
 
 def get_remote(store: Store, name: str) -> Remote:
+    """Remote ``name``; another remote's bad entry does not matter here."""
     check_remote_name(name)
-    found = remotes(store).get(name)
+    good, bad = remote_entries(store)
+    if name in bad:
+        raise _bad_remote(store, name, bad[name])
+    found = good.get(name)
     if found is None:
-        known = ", ".join(remotes(store)) or "none"
+        known = ", ".join(sorted([*good, *bad])) or "none"
         raise NotFound(
             f"no remote {name!r} (remotes: {known})",
             hint=f"add it with `hs remote add {name} PATH`",
@@ -98,11 +117,20 @@ def get_remote(store: Store, name: str) -> Remote:
     return found
 
 
-def _same_place(a: Path, b: Path) -> bool:
+def _overlap(path: Path, store: Store) -> str | None:
+    """How a remote's folder overlaps this store's (it is the store, inside
+    it, or holds it), or None. A remote there would copy a store into itself."""
     try:
-        return a.resolve() == b.resolve()
+        there, here = path.resolve(), store.root.resolve()
     except OSError:
-        return False
+        return None
+    if there == here:
+        return "is this store itself"
+    if here in there.parents:
+        return "is inside this store"
+    if there in here.parents:
+        return "holds this store"
+    return None
 
 
 def add_remote(store: Store, name: str, path: Path) -> Remote:
@@ -114,8 +142,11 @@ def add_remote(store: Store, name: str, path: Path) -> Remote:
     path = Path(path).expanduser().absolute()
     if path.exists() and not path.is_dir():
         raise BadInput(f"{path} is a file, not a store folder", hint="give a folder for the remote")
-    if _same_place(path, store.root):
-        raise BadInput(f"{path} is this store itself", hint="a remote is another store folder")
+    overlap = _overlap(path, store)
+    if overlap:
+        raise BadInput(
+            f"{path} {overlap}", hint="a remote is another store folder, outside this one"
+        )
     with store.lock():
         config = read_config(store.root)
         table = config.setdefault("remotes", {})
@@ -137,7 +168,12 @@ def remove_remote(
     entry in ``config.toml``. The remote store itself is not touched."""
     from .config import read_config, write_config
 
-    remote = get_remote(store, name)
+    check_remote_name(name)
+    good, bad = remote_entries(store)
+    if name not in good and name not in bad:
+        get_remote(store, name)  # raises: no such remote
+    # a bad entry (no path) is removed all the same: that is how it is fixed
+    remote = good.get(name) or Remote(name, Path())
     with store.lock():
         prefix = f"{TRACKING}{name}/"
         tracking = store.refs.list_refs(prefix)
@@ -155,14 +191,33 @@ def remove_remote(
     return remote, op
 
 
+def check_empty_folder(remote: Remote) -> None:
+    """A remote folder with no store must be missing or empty for one to be
+    made there (so ``--init`` is never hinted where it would fail)."""
+    path = remote.path
+    if path.is_dir() and any(path.iterdir()):
+        raise BadInput(
+            f"remote {remote.name}: {path} is not empty and holds no store",
+            hint=(
+                "point the remote at an empty or new folder "
+                f"(`hs remote remove {remote.name}`, then `hs remote add {remote.name} PATH`)"
+            ),
+        )
+
+
 def open_remote(store: Store, remote: Remote, *, init: bool = False) -> tuple[Store, bool]:
     """The remote's store (created when ``init``): (store, created)."""
     path = remote.path
     if path.exists() and not path.is_dir():
         raise BadInput(f"remote {remote.name}: {path} is a file, not a store folder")
-    if _same_place(path, store.root):
-        raise BadInput(f"remote {remote.name}: {path} is this store itself")
+    overlap = _overlap(path, store)
+    if overlap:
+        raise BadInput(
+            f"remote {remote.name}: {path} {overlap}",
+            hint="a remote is another store folder, outside this one",
+        )
     if not (path / "config.toml").exists():
+        check_empty_folder(remote)
         if not init:
             raise NoStore(
                 f"no store at {path} (remote {remote.name})",
@@ -567,15 +622,36 @@ class MemoryConflict:
     scope: str
     file: str
     versions: list[str]
+    #: False when the merge that found it was made by an earlier sync between
+    #: other stores, and this one only moved a ref onto it (a fast-forward)
+    merged_here: bool = True
 
     def as_json(self) -> dict[str, Any]:
-        return {"scope": self.scope, "file": self.file, "versions": self.versions}
+        return {
+            "scope": self.scope,
+            "file": self.file,
+            "versions": self.versions,
+            "merged_here": self.merged_here,
+        }
 
     def message(self) -> str:
+        where = "" if self.merged_here else " by a merge made on another store"
         return (
-            f"memory conflict: {self.scope} {self.file}: both versions kept; "
+            f"memory conflict: {self.scope} {self.file}: both versions kept{where}; "
             "settle with hs memory restore"
         )
+
+
+def recorded_conflicts(objs: Objects, rev: str) -> list[MemoryConflict]:
+    """The conflicts a merge revision recorded when it was made (its
+    ``conflicts`` field), for a sync that arrives at it by a fast-forward."""
+    d = objs.json(rev, "memrev")
+    out = []
+    for c in d.get("conflicts") or []:
+        if isinstance(c, dict) and isinstance(c.get("file"), str):
+            versions = [v for v in c.get("versions") or [] if isinstance(v, str)]
+            out.append(MemoryConflict(str(d.get("scope")), c["file"], versions, False))
+    return out
 
 
 def _index_lines(objs: Objects, blob: str | None) -> list[str] | None:
@@ -918,8 +994,9 @@ def sync(
     """Sync ``local`` with ``remote`` (known to ``local`` as remote ``name``):
     push sends what the remote lacks and moves its refs, pull the other way."""
     check_remote_name(name)
-    if _same_place(local.root, remote.root):
-        raise BadInput(f"{remote.root} is this store itself")
+    overlap = _overlap(remote.root, local)
+    if overlap:
+        raise BadInput(f"{remote.root} {overlap}")
     direction = "sync" if push and pull else "push" if push else "pull"
     report = SyncReport(name, str(remote.root), direction, dry_run=dry_run)
 
@@ -975,6 +1052,10 @@ def sync(
             if value is not None and value not in (a, b):
                 report.merged.append(n)
                 report.memory_conflicts += conflicts
+            elif n.startswith("memory/") and pull and value is not None and value != a:
+                # this store arrives at a merge made elsewhere: its person has
+                # not been told of the conflicts it recorded
+                report.memory_conflicts += recorded_conflicts(objs, value)
             if push and value != b:
                 report.remote_changes.append(RefChange(n, b, value))
             if pull and value != a:
@@ -1054,11 +1135,13 @@ def preview_fresh(local: Store, remote: Remote) -> SyncReport:
     path = remote.path
     if path.exists() and not path.is_dir():
         raise BadInput(f"remote {remote.name}: {path} is a file, not a store folder")
-    if path.is_dir() and any(path.iterdir()):
+    overlap = _overlap(path, local)
+    if overlap:
         raise BadInput(
-            f"remote {remote.name}: {path} is not empty and holds no store",
-            hint="point the remote at an empty or new folder",
+            f"remote {remote.name}: {path} {overlap}",
+            hint="a remote is another store folder, outside this one",
         )
+    check_empty_folder(remote)
     report = SyncReport(remote.name, str(path), "push", dry_run=True, initialized=True)
     refs = synced_refs(local)
 

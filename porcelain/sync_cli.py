@@ -144,12 +144,20 @@ def _run(
     json_out: bool,
     init: bool = False,
 ) -> None:
-    from histstore.sync import connect, get_remote, preview_fresh, sync
+    from histstore.sync import (
+        check_empty_folder,
+        connect,
+        get_remote,
+        preview_fresh,
+        sync,
+    )
 
     store = open_store(ctx)
     remote = get_remote(store, name)
     on_terminal = _on_terminal()
     if push and not init and not (remote.path / "config.toml").exists():
+        if not remote.path.is_file():
+            check_empty_folder(remote)  # never offer a store where one cannot be made
         if dry_run:
             init = True  # a dry run only says what an --init push would do
         elif on_terminal and not json_out and not remote.path.is_file():
@@ -284,19 +292,27 @@ def register(app: typer.Typer) -> None:
     @remote_app.command("list")
     def remote_list(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         """The remotes: name, path, and whether a store is there."""
-        from histstore.sync import remotes
+        from histstore.sync import remote_entries
 
         store = open_store(ctx)
-        found = remotes(store)
-        if not found and not json_out:
+        found, bad = remote_entries(store)
+        if not found and not bad and not json_out:
             typer.echo("no remotes: add one with `hs remote add NAME PATH`")
+        rows: dict[str, dict[str, Any]] = {}
         for remote in found.values():
-            info = _remote_info(store, remote)
+            rows[remote.name] = _remote_info(store, remote)
+        for name, problem in bad.items():
+            # reported, not fatal: the others stay usable, and this one removable
+            fix = f"set [remotes.{name}] path, or `hs remote remove {name}`"
+            rows[name] = {"name": name, "path": None, "error": problem, "hint": fix}
+        for name, info in sorted(rows.items()):
             if json_out:
                 typer.echo(json.dumps(info, ensure_ascii=False))
+            elif "error" in info:
+                typer.echo(f"{name}\t(bad entry in config.toml: {info['error']}; {info['hint']})")
             else:
                 state = "" if info["store"] else "  (no store there yet)"
-                typer.echo(f"{remote.name}\t{remote.path}{state}")
+                typer.echo(f"{name}\t{info['path']}{state}")
 
     @remote_app.command("remove")
     def remote_remove(ctx: typer.Context, name: NameArg, json_out: JsonOpt = False) -> None:

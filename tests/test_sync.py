@@ -97,6 +97,8 @@ def test_remote_add_list_remove(tmp_path: Path) -> None:
         (["remote", "add", "lap", "PATH"], 2, "remote 'lap' already exists"),
         (["remote", "add", "file", "FILE"], 2, "is a file, not a store folder"),
         (["remote", "add", "self", "SELF"], 2, "is this store itself"),
+        (["remote", "add", "in", "INSIDE"], 2, "is inside this store"),
+        (["remote", "add", "up", "HOLDS"], 2, "holds this store"),
         (["remote", "remove", "nope"], 4, "no remote 'nope'"),
         (["push", "nope"], 4, "no remote 'nope'"),
         (["pull", "nope"], 4, "no remote 'nope'"),
@@ -113,7 +115,14 @@ def test_bad_input_is_one_line_and_changes_nothing(
     hs, a, b = cli(tmp_path)
     f = tmp_path / "a-file"
     f.write_text("not a store")
-    args = [{"PATH": str(tmp_path / "c"), "FILE": str(f), "SELF": str(a)}.get(x, x) for x in args]
+    paths = {
+        "PATH": str(tmp_path / "c"),
+        "FILE": str(f),
+        "SELF": str(a),
+        "INSIDE": str(a / "objects" / "mirror"),
+        "HOLDS": str(tmp_path),
+    }
+    args = [paths.get(x, x) for x in args]
     before = snapshot(a)
     r = hs("-C", str(a), *args)
     assert r.exit_code == code, (r.stdout, r.stderr)
@@ -131,6 +140,62 @@ def test_push_without_a_store_says_how_to_make_one(tmp_path: Path) -> None:
     assert r.stderr == (
         f"hs: error: no store at {b} (remote lap); hint: `hs push lap --init` creates one there\n"
     )
+
+
+def test_a_bad_remote_entry_blocks_neither_the_others_nor_its_removal(tmp_path: Path) -> None:
+    hs, a, b = cli(tmp_path, remote_store=True)
+    text = (a / "config.toml").read_text()
+    (a / "config.toml").write_text(text + '\n[remotes.bad]\npth = "/typo"\n')
+    r = hs("-C", str(a), "remote", "list")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == (
+        "bad\t(bad entry in config.toml: has no path; "
+        "set [remotes.bad] path, or `hs remote remove bad`)\n"
+        f"lap\t{b}\n"
+    )
+    out = hs.json_lines("-C", str(a), "remote", "list", "--json")
+    assert [(o["name"], o.get("error")) for o in out] == [("bad", "has no path"), ("lap", None)]
+    assert hs("-C", str(a), "push", "lap").exit_code == 0  # the other remote works
+    r = hs("-C", str(a), "push", "bad")
+    assert r.exit_code == 2 and "remote 'bad' has no path" in r.stderr
+    r = hs("-C", str(a), "remote", "remove", "bad")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == "removed remote bad\n"
+    assert tomllib.loads((a / "config.toml").read_text())["remotes"] == {"lap": {"path": str(b)}}
+
+
+def test_a_non_empty_folder_without_a_store_is_never_offered_init(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import histstore.porcelain.sync_cli as sync_cli
+
+    hs, a, b = cli(tmp_path)
+    b.mkdir()
+    (b / "notes.txt").write_text("someone's files")
+    before = snapshot(a)
+    monkeypatch.setattr(sync_cli, "_on_terminal", lambda: True)  # no question asked either
+    for cmd in (["push"], ["push", "--init"], ["pull"], ["sync"], ["push", "--dry-run"]):
+        r = hs("-C", str(a), *cmd, "lap")
+        assert r.exit_code == 2, (cmd, r.stderr)
+        assert r.stderr == (
+            f"hs: error: remote lap: {b} is not empty and holds no store; hint: point the "
+            "remote at an empty or new folder (`hs remote remove lap`, then "
+            "`hs remote add lap PATH`)\n"
+        ), cmd
+    assert snapshot(a) == before and sorted(p.name for p in b.iterdir()) == ["notes.txt"]
+
+
+def test_a_remote_inside_this_store_is_refused_when_used(tmp_path: Path) -> None:
+    """A path written into config.toml by hand (hs remote add refuses it)."""
+    hs, a, _ = cli(tmp_path)
+    inside = a / "mirror"
+    text = (a / "config.toml").read_text()
+    (a / "config.toml").write_text(text + f'\n[remotes.in]\npath = "{inside}"\n')
+    for cmd in ("push", "pull", "sync", "push --dry-run"):
+        r = hs("-C", str(a), *cmd.split(), "in", "--init" if cmd == "push" else "--json")
+        assert r.exit_code == 2, (cmd, r.stderr)
+        assert f"remote in: {inside} is inside this store" in r.stderr
+    assert not inside.exists()
 
 
 @pytest.mark.parametrize("answer", ["y", "n"])
@@ -612,6 +677,44 @@ def test_a_memory_conflict_is_reported_by_the_command(tmp_path: Path) -> None:
     )
     out = hs.json_lines("-C", str(a), "sync", "lap", "--json")[0]
     assert out["memory_conflicts"] == []  # settled for sync: both hold the merge
+
+
+def test_a_fast_forward_onto_a_merge_with_conflicts_says_so(tmp_path: Path) -> None:
+    """Desk and laptop merge a conflict through the hub; a third machine that
+    later pulls the merge (a fast-forward: it makes no merge itself) is told
+    too, from the conflicts the merge revision recorded."""
+    hs, a, hub = cli(tmp_path, remote_store=True)
+    c = tmp_path / "c"
+    assert hs("-C", str(c), "init").exit_code == 0
+    assert hs("-C", str(c), "remote", "add", "hub", str(hub)).exit_code == 0
+    with Store.open(a) as sa, Store.open(hub) as sh:
+        write_memory(sa, "system", {"n.md": b"left"})
+        write_memory(sh, "system", {"n.md": b"right"}, time="2026-03-02T00:00:00.000Z")
+    assert "memory conflict: system n.md" in hs("-C", str(a), "sync", "lap").stdout
+    r = hs("-C", str(c), "pull", "hub")
+    assert r.exit_code == 0, r.stderr
+    assert (
+        "memory conflict: system n.md: both versions kept by a merge made on another "
+        "store; settle with hs memory restore\n" in r.stdout
+    )
+    with Store.open(c) as sc:
+        rev = sc.get_json(sc.refs.read("memory/system") or "", "memrev")
+    assert rev["kind"] == "merge"
+    c2 = tmp_path / "c2"
+    hs("-C", str(c2), "init")
+    hs("-C", str(c2), "remote", "add", "hub", str(hub))
+    out = hs.json_lines("-C", str(c2), "pull", "hub", "--json")[0]
+    assert out["merged"] == []
+    assert out["memory_conflicts"] == [
+        {
+            "scope": "system",
+            "file": "n.md",
+            "versions": rev["conflicts"][0]["versions"],
+            "merged_here": False,
+        }
+    ]
+    # nothing new: nothing said again
+    assert "memory conflict" not in hs("-C", str(c2), "pull", "hub").stdout
 
 
 # --------------------------------------------------------------------------- undo, recall, export
