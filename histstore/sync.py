@@ -93,14 +93,6 @@ def _bad_remote(store: Store, name: str, problem: str) -> BadInput:
     )
 
 
-def remotes(store: Store) -> dict[str, Remote]:
-    """The remotes of ``config.toml``, by name; a bad entry is refused."""
-    good, bad = remote_entries(store)
-    for name, problem in bad.items():
-        raise _bad_remote(store, name, problem)
-    return good
-
-
 def get_remote(store: Store, name: str) -> Remote:
     """Remote ``name``; another remote's bad entry does not matter here."""
     check_remote_name(name)
