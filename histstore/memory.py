@@ -515,10 +515,7 @@ def _merge_folder(
     merged: dict[str, bytes] = {}
     checkout: dict[str, bytes | None] = {}
     conflicts = []
-    # the notes first, the index last: its merge keeps lines of notes present
-    for f in sorted(
-        set(base) | set(theirs) | set(mine), key=lambda f: (memrules.is_index_name(f), f)
-    ):
+    for f in sorted(set(base) | set(theirs) | set(mine)):
         b, t, m = base.get(f), theirs.get(f), mine.get(f)
         if m == b and t != m:  # unchanged here: take what arrived
             data = store.get_blob(t) if t is not None else None
@@ -528,54 +525,32 @@ def _merge_folder(
         elif t in (b, m):  # changed here only (or the same way)
             if m is not None:
                 merged[f] = files[f]
-        elif memrules.is_index_name(f) and b is not None and t is not None and m is not None:
-            data, clash = _merge_index(store.get_blob(b), store.get_blob(t), files[f], set(merged))
+        elif (
+            memrules.is_index_name(f)
+            and t is not None
+            and m is not None
+            and (
+                by_entry := memrules.merge_index(
+                    f, files[f], store.get_blob(t), store.get_blob(b) if b else None
+                )
+            )
+        ):
+            data, clash = by_entry
             merged[f] = data
             if data != files[f]:
                 checkout[f] = data
             if clash:
                 conflicts.append(f)
+        elif m is None:  # removed here, changed by the sync: a deletion loses
+            data = store.get_blob(t) if t is not None else None
+            checkout[f] = data
+            if data is not None:
+                merged[f] = data
+            conflicts.append(f)
         else:  # changed both ways: the folder's version, the other stays in history
-            if m is not None:
-                merged[f] = files[f]
+            merged[f] = files[f]
             conflicts.append(f)
     return merged, checkout, conflicts
-
-
-def _merge_index(base: bytes, theirs: bytes, mine: bytes, present: set[str]) -> tuple[bytes, bool]:
-    """An index changed here and by a sync, merged by entry (the note each
-    line links): this folder's lines in its order, an entry only the other
-    side changed or added taken from it, one only it removed dropped. True
-    when an entry changed both ways (this folder's line is kept)."""
-
-    def entries(data: bytes) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for ln in data.decode("utf-8", "replace").splitlines():
-            f = _link(ln)
-            if f is not None:
-                out.setdefault(f, ln)
-        return out
-
-    b, t = entries(base), entries(theirs)
-    text = mine.decode("utf-8", "replace")
-    lines = text.splitlines()
-    m = entries(mine)
-    clash = False
-    out = []
-    for ln in lines:
-        f = _link(ln)
-        if f is None or m.get(f) != ln:
-            out.append(ln)
-        elif ln == b.get(f) and f not in t:
-            continue  # removed by the other side only
-        elif ln == b.get(f) and t[f] != ln:
-            out.append(t[f])  # changed by the other side only
-        else:
-            clash = clash or (f in t and t[f] != b.get(f) and t[f] != ln)
-            out.append(ln)
-    out += [ln for f, ln in t.items() if f not in m and b.get(f) != ln and f in present]
-    newline = "\r\n" if "\r\n" in text else "\n"
-    return (newline.join(out) + newline).encode("utf-8"), clash
 
 
 def _checkout(

@@ -868,3 +868,85 @@ def model_matches(globs: list[str], model: str) -> bool:
 def estimate_tokens(text: str) -> int:
     """A rough token count: characters / 4, rounded up."""
     return (len(text) + 3) // 4
+
+
+# ------------------------------------------------------------------ merging
+
+
+def _index_text_lines(data: bytes | None) -> list[str] | None:
+    """The lines of an index (LF endings, no BOM; the last one empty when the
+    file ends with a line break); [] for no file; None when the bytes are not
+    text an index can be (too large, binary, not UTF-8)."""
+    if data is None:
+        return []
+    if len(data) > MAX_INDEX_BYTES or b"\0" in data:
+        return None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+    return text.replace("\r\n", "\n").split("\n") if text else []
+
+
+def _entry_keys(name: str, lines: list[str]) -> dict[int, tuple[str, int]]:
+    """The entry lines of an index by line number (0-based): the file each
+    links and which entry for that file it is (an index may, wrongly, name a
+    file twice)."""
+    entries, _ = parse_index(name, "\n".join(lines).encode())
+    seen: dict[str, int] = {}
+    out = {}
+    for e in entries:
+        n = seen.get(e.file, 0)
+        seen[e.file] = n + 1
+        out[e.line - 1] = (e.file, n)
+    return out
+
+
+def merge_index(
+    name: str, won: bytes | None, lost: bytes | None, base: bytes | None
+) -> tuple[bytes, bool] | None:
+    """Two versions of an index changed from ``base``, merged by entry:
+    (the merged bytes, whether an entry changed differently on both sides).
+
+    Each entry line is keyed by the note it links; per key three-way against
+    the base (one side unchanged: the other's; both changed differently: a
+    conflict, ``won``'s line; an entry deleted loses to one changed). Other
+    lines (headings, comments, blank lines) are ``won``'s. Order: ``won``'s
+    lines, then the entries only ``lost`` has, in its order. Line endings
+    become LF. None when a version is not text an index can be (the caller
+    merges the file as a whole). Sync passes the later revision's version as
+    ``won``; a memory folder merging what a sync brought passes its own."""
+    lw, ll, lo = _index_text_lines(won), _index_text_lines(lost), _index_text_lines(base)
+    if lw is None or ll is None or lo is None:
+        return None
+    ew, el, eo = _entry_keys(name, lw), _entry_keys(name, ll), _entry_keys(name, lo)
+    vw = {k: lw[i] for i, k in ew.items()}
+    vl = {k: ll[i] for i, k in el.items()}
+    vo = {k: lo[i] for i, k in eo.items()}
+    clash = False
+
+    def pick(k: tuple[str, int]) -> str | None:
+        nonlocal clash
+        x, y, o = vw.get(k), vl.get(k), vo.get(k)
+        if x == y or y == o:
+            return x
+        if x == o:
+            return y
+        clash = True
+        return x if x is not None else y  # a deletion loses
+
+    ended = bool(lw) and lw[-1] == ""
+    body = lw[:-1] if ended else lw
+    out: list[str] = []
+    for i, line in enumerate(body):
+        if i not in ew:
+            out.append(line)
+        elif (chosen := pick(ew[i])) is not None:
+            out.append(chosen)
+    for i in sorted(el):
+        k = el[i]
+        if k not in vw and (chosen := pick(k)) is not None:
+            out.append(chosen)
+    if ended:
+        out.append("")
+    return "\n".join(out).encode(), clash

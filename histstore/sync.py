@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 from .errors import BadInput, CorruptObject, CorruptStore, HistError, NoStore, NotFound
 from .fsck import _blob_refs
-from .memrules import MAX_INDEX_BYTES, is_index_name, parse_index
+from .memrules import is_index_name, merge_index
 from .objects import canonical_json, decode_json, hash_object
 from .objectstore import Batch, ObjectStore
 from .refs import Operation, RefChange, check_component
@@ -646,83 +646,25 @@ def recorded_conflicts(objs: Objects, rev: str) -> list[MemoryConflict]:
     return out
 
 
-def _index_lines(objs: Objects, blob: str | None) -> list[str] | None:
-    """The lines of an index file (LF endings, no BOM; the last one empty when
-    the file ends with a line break), or None when it is not text an index
-    can be (too large, binary, not UTF-8)."""
-    if blob is None:
-        return []
-    kind, data = objs.get(blob)
-    if kind != "blob" or len(data) > MAX_INDEX_BYTES or b"\0" in data:
-        return None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return None
-    return text.replace("\r\n", "\n").split("\n") if text else []
-
-
-def _index_entries(name: str, lines: list[str]) -> dict[int, tuple[str, int]]:
-    """The entry lines of an index, by line number (0-based): their key, the
-    file the entry links and which entry for that file it is (an index may,
-    wrongly, name a file twice)."""
-    entries, _ = parse_index(name, "\n".join(lines).encode())
-    seen: dict[str, int] = {}
-    out = {}
-    for e in entries:
-        n = seen.get(e.file, 0)
-        seen[e.file] = n + 1
-        out[e.line - 1] = (e.file, n)
-    return out
-
-
 def _merge_index(
     objs: Objects, name: str, won: str, lost: str, base: str | None
 ) -> tuple[str, bool] | None:
-    """An index file (``MEMORY.md``) both sides changed, merged by entry: (the
-    merged blob, made in ``objs``; whether an entry changed differently on both
-    sides). ``won`` is the version of the winning revision (the later one).
+    """An index file both sides changed, merged by entry
+    (:func:`histstore.memrules.merge_index`): (the merged blob, made in
+    ``objs``; whether an entry changed differently on both sides). ``won`` is
+    the version of the winning revision (the later one). None: a version is
+    not text an index can be, and the file is merged as a whole."""
 
-    Each entry line is keyed by the file it links; per key three-way against the
-    base (one side unchanged: the other's; both changed differently: a conflict,
-    the winner's line, an entry deleted losing to one changed). Other lines
-    (headings, comments, blank lines) are the winner's. Order: the winner's
-    lines, then the entries only the other side has, in its order. None when a
-    version is not text an index can be: the file is merged as a whole."""
-    lw, ll, lo = _index_lines(objs, won), _index_lines(objs, lost), _index_lines(objs, base)
-    if lw is None or ll is None or lo is None:
+    def data(blob: str | None) -> bytes | None:
+        if blob is None:
+            return None
+        kind, payload = objs.get(blob)
+        return payload if kind == "blob" else b"\0"
+
+    merged = merge_index(name, data(won), data(lost), data(base))
+    if merged is None:
         return None
-    ew, el, eo = _index_entries(name, lw), _index_entries(name, ll), _index_entries(name, lo)
-    vw = {k: lw[i] for i, k in ew.items()}
-    vl = {k: ll[i] for i, k in el.items()}
-    vo = {k: lo[i] for i, k in eo.items()}
-    clash = False
-
-    def pick(k: tuple[str, int]) -> str | None:
-        nonlocal clash
-        x, y, o = vw.get(k), vl.get(k), vo.get(k)
-        if x == y or y == o:
-            return x
-        if x == o:
-            return y
-        clash = True
-        return x if x is not None else y  # a deletion loses
-
-    ended = bool(lw) and lw[-1] == ""
-    body = lw[:-1] if ended else lw
-    out: list[str] = []
-    for i, line in enumerate(body):
-        if i not in ew:
-            out.append(line)
-        elif (chosen := pick(ew[i])) is not None:
-            out.append(chosen)
-    for i in sorted(el):
-        k = el[i]
-        if k not in vw and (chosen := pick(k)) is not None:
-            out.append(chosen)
-    if ended:
-        out.append("")
-    return objs.make_blob("\n".join(out).encode()), clash
+    return objs.make_blob(merged[0]), merged[1]
 
 
 def merge_memory(objs: Objects, a: str, b: str) -> tuple[str, list[MemoryConflict]]:

@@ -798,3 +798,25 @@ def test_every_message_is_one_line(tmp_path: Path) -> None:
     found = mr.check_dir(d)
     assert found
     assert all("\n" not in str(v) for v in found)
+
+
+def test_merge_index_keeps_entries_added_on_both_sides_and_names_a_clash() -> None:
+    from histstore.memrules import merge_index
+
+    base = b"# Memory\n- [A](user_a.md) \xe2\x80\x94 a\n"
+    won = base + b"- [B](user_b.md) \xe2\x80\x94 b\n"
+    lost = base + b"- [C](user_c.md) \xe2\x80\x94 c\n"
+    merged = merge_index("MEMORY.md", won, lost, base)
+    assert merged is not None
+    text, clash = merged
+    assert text.decode().splitlines()[1:] == [
+        "- [A](user_a.md) — a",
+        "- [B](user_b.md) — b",
+        "- [C](user_c.md) — c",
+    ]
+    assert not clash
+    changed_a = base.replace(b"\xe2\x80\x94 a", b"\xe2\x80\x94 a1")
+    changed_b = base.replace(b"\xe2\x80\x94 a", b"\xe2\x80\x94 a2")
+    text2, clash2 = merge_index("MEMORY.md", changed_a, changed_b, base) or (b"", False)
+    assert clash2 and b"a1" in text2 and b"a2" not in text2
+    assert merge_index("MEMORY.md", b"\0", lost, base) is None
