@@ -15,6 +15,7 @@ from histstore.errors import BadInput
 from histstore.plumbing.cli import app as plumbing_app
 from histstore.plumbing.common import command_line, new_app, open_store, store_path
 from histstore.porcelain.memory_cli import app as memory_app
+from histstore.porcelain.render import size_text
 from histstore.porcelain.sync_cli import register as register_sync_commands
 
 if TYPE_CHECKING:
@@ -746,7 +747,7 @@ def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     typer.echo(f"store:      {info['store']} (format {info['format']})")
     typer.echo(f"sessions:   {info['sessions']} in {info['projects']} projects")
     typer.echo(f"turns:      {turns}")
-    typer.echo(f"objects:    {info['objects']} ({packs} packs, {loose} loose), {_size(size)}")
+    typer.echo(f"objects:    {info['objects']} ({packs} packs, {loose} loose), {size_text(size)}")
     dirs = info["memory_dirs"]
     typer.echo(
         f"memory:     {info['memory_scopes']} scope{'s' if info['memory_scopes'] != 1 else ''} "
@@ -786,15 +787,6 @@ def print_findings_human(findings: list[Finding]) -> None:
     else:
         warn = f" ({len(findings)} warning{'s' if len(findings) != 1 else ''})" if findings else ""
         typer.echo(f"ok: the store is consistent{warn}")
-
-
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
 
 
 register_sync_commands(app)  # hs remote, push, pull, sync (porcelain/sync_cli.py)

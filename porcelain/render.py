@@ -8,6 +8,16 @@ from typing import Any
 from histstore.store import SessionRev
 
 
+def size_text(n: int) -> str:
+    """A byte count for people: ``928 B``, ``10.2 KB``, ``1.4 GB``."""
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
 def first_line(text: str, width: int = 72) -> str:
     line = " ".join(text.split())
     return line if len(line) <= width else line[: width - 1] + "…"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from histstore.plumbing.common import command_line, new_app, open_store
+from histstore.porcelain.render import size_text
 
 if TYPE_CHECKING:
     from histstore.refs import RefChange
@@ -28,15 +29,6 @@ DryRunOpt = Annotated[
 NameArg = Annotated[str, typer.Argument(metavar="NAME", help="The remote's name.")]
 SHOWN = 20  # ref changes listed per side before "and N more"
 BAR_AFTER = 50  # refs to walk before a progress bar is worth showing
-
-
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
 
 
 def _plural(n: int, word: str) -> str:
@@ -96,8 +88,8 @@ def _print_report(rep: SyncReport) -> None:
         if rep.initialized:
             typer.echo(f"  would create a store at {rep.path}")
         typer.echo(
-            f"  would send {_plural(rep.sent.objects, 'object')} ({_size(rep.sent.bytes)}), "
-            f"receive {_plural(rep.received.objects, 'object')} ({_size(rep.received.bytes)})"
+            f"  would send {_plural(rep.sent.objects, 'object')} ({size_text(rep.sent.bytes)}), "
+            f"receive {_plural(rep.received.objects, 'object')} ({size_text(rep.received.bytes)})"
             + (f", make {_plural(rep.made, 'merge object')}" if rep.made else "")
         )
         _print_changes("remote", rep.remote_changes, "would move")
@@ -114,8 +106,8 @@ def _print_report(rep: SyncReport) -> None:
     if rep.initialized:
         typer.echo(f"created a store at {rep.path}")
     typer.echo(
-        f"{verb} {where}: sent {_plural(rep.sent.objects, 'object')} ({_size(rep.sent.bytes)}), "
-        f"received {_plural(rep.received.objects, 'object')} ({_size(rep.received.bytes)})"
+        f"{verb} {where}: sent {_plural(rep.sent.objects, 'object')} ({size_text(rep.sent.bytes)}), "
+        f"received {_plural(rep.received.objects, 'object')} ({size_text(rep.received.bytes)})"
     )
     if rep.remote_operation:
         typer.echo(
