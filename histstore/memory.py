@@ -369,28 +369,57 @@ def record(
         )
     if old is None and not files:
         return None, None  # an empty directory never recorded: nothing to keep
-    checkout: dict[str, bytes | None] = {}
+    folder = files
+    withheld: set[str] = set()
+    conflicts: list[dict[str, Any]] = []
     if directory is not None and old is not None:
         old_tree = load_tree(store, load_revision(store, old).tree)
-        files = _with_hidden(store, scope, files, old_tree)
-        base = base_of(store, scope)
+        b = read_base(store, scope)
+        base = b.rev if b is not None else old
+        withheld = set(b.withheld if b is not None else ())
+        files = as_recorded(store, folder, old_tree, withheld)
         if base != old:
             base_tree = load_tree(store, load_revision(store, base).tree) if base else {}
-            files, checkout, conflicts = _merge_folder(store, base_tree, old_tree, files)
-            if notes is not None:
-                notes += [
-                    f"{f}: changed here and by a sync; this folder's version is kept, "
-                    f"the other is revision {old[:12]} (hs memory diff {f} {old[:12]})"
-                    for f in conflicts
-                ]
+            files, clashes = _merge_folder(store, base_tree, old_tree, files)
+            for f in clashes:
+                versions = sorted(
+                    {hash_object("blob", files[f])}
+                    if f in files
+                    else set() | ({old_tree[f]} if f in old_tree else set())
+                )
+                conflicts.append({"file": f, "versions": versions})
+                if notes is not None:
+                    notes.append(
+                        f"memory conflict: {scope.label} {f}: changed here and by a sync; "
+                        f"this folder's version is kept, the other is in revision {old[:12]} "
+                        f"(hs memory diff {f} {old[:12]}; hs memory restore {f}@{old[:12]})"
+                    )
     tree = put_tree(store, files)
+    tree_files = load_tree(store, tree)
+    # what the folder is given: all but the notes still withheld (a lifted
+    # exclusion's note comes in)
+    give = withheld & excluded_files(store, scope) if directory is not None else set()
+
+    def settle(rev: str) -> None:
+        assert directory is not None
+        after = as_given(store, tree_files, give, folder)
+        _write_folder(directory, folder, after)
+        set_base(store, scope, rev, _still_withheld(store, scope, tree_files, after, withheld))
+
     if old is not None and load_revision(store, old).tree == tree:
         if directory is not None:
-            _checkout(store, scope, directory, checkout)
-            set_base(store, scope, old)
+            settle(old)
         return None, old
     rev = Revision(
-        "", scope.id, scope.project, tree, [old] if old else [], now_rfc3339(), kind, message
+        "",
+        scope.id,
+        scope.project,
+        tree,
+        [old] if old else [],
+        now_rfc3339(),
+        kind,
+        message,
+        conflicts,
     )
     rev_id = store.objects.put("memrev", canonical_json(rev.as_json()))
     extra: dict[str, Any] = {"kind": "memory", "scope": scope.id, "memory_kind": kind}
@@ -398,8 +427,7 @@ def record(
         extra["dir"] = str(directory)
     op = store.apply([RefChange(scope.ref, old, rev_id)], command, extra=extra)
     if directory is not None:
-        _checkout(store, scope, directory, checkout)
-        set_base(store, scope, rev_id)
+        settle(rev_id)
     return op, rev_id
 
 
@@ -409,32 +437,50 @@ def record(
 BASE_DIR = "memory-base"
 
 
+@dataclass(frozen=True)
+class Base:
+    """What a scope's folder was last made to match: a revision, less the
+    notes it was not given (excluded ones; their files and index lines in the
+    folder, if any, are the folder's own and are neither written nor
+    recorded). A record of this store only, never synced (like git's index)."""
+
+    rev: str | None
+    withheld: frozenset[str] = frozenset()
+
+
 def _base_path(store: Store, scope: Scope) -> Path:
     return store.root / BASE_DIR / scope.id
 
 
-def base_of(store: Store, scope: Scope, default: str | bool | None = True) -> str | None:
-    """The revision the scope's folder last matched: a record of this store
-    only (never synced, like git's index). Without one: ``default``, or the
-    newest revision when ``default`` is True."""
+def read_base(store: Store, scope: Scope) -> Base | None:
+    """The folder's base record; None when there is none."""
     try:
-        text = _base_path(store, scope).read_text("ascii").strip()
+        words = _base_path(store, scope).read_text("utf-8").split()
     except (FileNotFoundError, UnicodeDecodeError):
-        text = ""
-    if is_object_id(text):
-        return text
+        return None
+    if not words or not is_object_id(words[0]):
+        return None
+    return Base(words[0], frozenset(w for w in words[1:] if memrules.split_file_name(w)))
+
+
+def base_of(store: Store, scope: Scope, default: str | bool | None = True) -> str | None:
+    """The revision the scope's folder last matched. Without a record:
+    ``default``, or the newest revision when ``default`` is True."""
+    b = read_base(store, scope)
+    if b is not None:
+        return b.rev
     if default is True:
         return head(store, scope)
     return default if isinstance(default, str) else None
 
 
-def set_base(store: Store, scope: Scope, rev: str | None) -> None:
+def set_base(store: Store, scope: Scope, rev: str | None, withheld: Iterable[str] = ()) -> None:
     path = _base_path(store, scope)
     if rev is None:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
     else:
-        atomic_write(path, (rev + "\n").encode("ascii"))
+        atomic_write(path, (" ".join([rev, *sorted(withheld)]) + "\n").encode("utf-8"))
 
 
 def excluded_files(store: Store, scope: Scope) -> set[str]:
@@ -454,131 +500,168 @@ def _link(line: str) -> str | None:
     return m.group(1) if m else None
 
 
-def visible(
-    store: Store, scope: Scope, tree: dict[str, str], present: Iterable[str] = ()
+def _split_index(data: bytes, withheld: set[str]) -> tuple[list[str], list[str]]:
+    """An index's lines (with their endings): (the others, those of withheld notes)."""
+    mine: list[str] = []
+    held: list[str] = []
+    for ln in data.decode("utf-8", "replace").splitlines(keepends=True):
+        (held if _link(ln) in withheld else mine).append(ln)
+    return mine, held
+
+
+def _join(lines: list[str], extra: list[str]) -> bytes:
+    out = list(lines)
+    if out and extra and not out[-1].endswith("\n"):
+        out[-1] += "\n"
+    return "".join(out + extra).encode("utf-8")
+
+
+def as_recorded(
+    store: Store, folder: dict[str, bytes], tree: dict[str, str], withheld: set[str]
 ) -> dict[str, bytes]:
-    """What a folder is given of a tree: every file but the excluded notes, and
-    the index without their lines (an exclusion's text never reaches a folder
-    an agent reads). An excluded note the folder holds already (``present``:
-    the machine it was written on) keeps its file and line."""
-    hidden = excluded_files(store, scope) - set(present)
-    out = {}
-    for f, blob in tree.items():
-        if f in hidden:
-            continue
-        data = store.get_blob(blob)
-        if hidden and memrules.is_index_name(f):
-            data = drop_index_lines(data, lambda x: x in hidden)
-        out[f] = data
+    """A folder's files as a revision records them against ``tree``: a
+    withheld note is ``tree``'s (the folder's copy, or its absence, is not an
+    edit), and so are the index lines of withheld notes."""
+    out = {f: _redacted(store, d) for f, d in folder.items() if f not in withheld}
+    for f in withheld:
+        if f in tree:
+            out[f] = store.get_blob(tree[f])
+    if withheld:
+        for f, data in list(out.items()):
+            if not memrules.is_index_name(f) or f not in tree:
+                continue
+            theirs = store.get_blob(tree[f])
+            t_rest, t_held = _split_index(theirs, withheld)
+            f_rest, _ = _split_index(data, withheld)
+            if f_rest == t_rest:
+                out[f] = theirs  # as given: the tree's own bytes, lines in place
+            else:
+                out[f] = _join(f_rest, t_held)
     return out
 
 
-def _with_hidden(
-    store: Store, scope: Scope, files: dict[str, bytes], tree: dict[str, str]
+def as_given(
+    store: Store, tree: dict[str, str], withheld: set[str], folder: dict[str, bytes]
 ) -> dict[str, bytes]:
-    """A folder's files with what :func:`visible` kept out of ``tree`` put
-    back: a note a folder was never given is not a deletion."""
-    hidden = (excluded_files(store, scope) & set(tree)) - set(files)
-    if not hidden:
-        return files
-    shown = visible(store, scope, tree, files)
-    out = dict(files)
-    for f in hidden:
-        out.setdefault(f, store.get_blob(tree[f]))
-    for f, data in files.items():
-        if f not in tree or not memrules.is_index_name(f):
+    """What a folder holds once made to match ``tree``: its files, but the
+    withheld notes stay as the folder has them (present or not), and so do
+    their index lines."""
+    out = {f: store.get_blob(b) for f, b in tree.items() if f not in withheld}
+    out.update({f: d for f, d in folder.items() if f in withheld})
+    for f, data in list(out.items()):
+        if withheld and memrules.is_index_name(f) and f in tree:
+            rest, held_there = _split_index(data, withheld)
+            _, held_here = _split_index(folder.get(f, b""), withheld)
+            if held_there or held_here:
+                out[f] = _join(rest, held_here)
+    return out
+
+
+def _write_folder(directory: Path, current: dict[str, bytes], target: dict[str, bytes]) -> int:
+    """Make the folder hold ``target`` (atomic writes, removals): files changed."""
+    changed = 0
+    for f in sorted(set(current) | set(target)):
+        if current.get(f) == target.get(f):
             continue
-        if _redacted(store, data) == shown.get(f):
-            out[f] = store.get_blob(tree[f])  # the index as given: the lines come back
-            continue
-        # an index edited here: the hidden lines it was never given are kept
-        text = data.decode("utf-8", "replace")
-        lines = text.splitlines()
-        missing = [
-            ln
-            for ln in store.get_blob(tree[f]).decode("utf-8", "replace").splitlines()
-            if _link(ln) in hidden and ln not in lines
-        ]
-        if missing:
-            sep = "" if not text or text.endswith("\n") else "\n"
-            out[f] = (text + sep + "\n".join(missing) + "\n").encode("utf-8")
+        path = _inside(directory, f)
+        if f in target:
+            atomic_write(path, target[f])
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        changed += 1
+    if changed:
+        fsync_dir(directory)
+    return changed
+
+
+def _still_withheld(
+    store: Store,
+    scope: Scope,
+    tree: dict[str, str],
+    folder: dict[str, bytes],
+    before: Iterable[str],
+) -> set[str]:
+    """The notes a folder now made to match ``tree`` was not given: of those
+    withheld ``before`` or excluded now, each whose copy in the folder (or its
+    absence) is not the tree's."""
+    out = set()
+    for f in (set(before) | excluded_files(store, scope)) & set(tree):
+        have = folder.get(f)
+        if have is None or _redacted(store, have) != store.get_blob(tree[f]):
+            out.add(f)
     return out
 
 
 def _merge_folder(
-    store: Store, base: dict[str, str], theirs: dict[str, str], files: dict[str, bytes]
-) -> tuple[dict[str, bytes], dict[str, bytes | None], list[str]]:
-    """Three-way, per file: the folder's ``files`` (changed since ``base``)
-    onto ``theirs`` (the newest revision). Returns (merged files, what to write
-    into the folder — None: remove —, files changed both ways)."""
-    mine = {f: hash_object("blob", _redacted(store, d)) for f, d in files.items()}
+    store: Store, base: dict[str, str], theirs: dict[str, str], mine: dict[str, bytes]
+) -> tuple[dict[str, bytes], list[str]]:
+    """Three-way, per file: the folder (``mine``, as recorded, changed since
+    ``base``) onto ``theirs`` (the newest revision). Returns (the merged files,
+    the files changed both ways: the folder's version kept, the other in
+    history; a deletion loses to a change). The index merges by entry, last,
+    keeping exactly the notes that are kept."""
+    ids = {f: hash_object("blob", d) for f, d in mine.items()}
     merged: dict[str, bytes] = {}
-    checkout: dict[str, bytes | None] = {}
     conflicts = []
+    index_names = [f for f in set(base) | set(theirs) | set(mine) if memrules.is_index_name(f)]
     for f in sorted(set(base) | set(theirs) | set(mine)):
-        b, t, m = base.get(f), theirs.get(f), mine.get(f)
-        if m == b and t != m:  # unchanged here: take what arrived
-            data = store.get_blob(t) if t is not None else None
-            checkout[f] = data
-            if data is not None:
-                merged[f] = data
-        elif t in (b, m):  # changed here only (or the same way)
+        if f in index_names:
+            continue
+        b, t, m = base.get(f), theirs.get(f), ids.get(f)
+        if m == b or t == m:
+            if t is not None:
+                merged[f] = store.get_blob(t)
+        elif t == b:
             if m is not None:
-                merged[f] = files[f]
-        elif (
-            memrules.is_index_name(f)
-            and t is not None
-            and m is not None
-            and (
-                by_entry := memrules.merge_index(
-                    f, files[f], store.get_blob(t), store.get_blob(b) if b else None
-                )
+                merged[f] = mine[f]
+        else:
+            conflicts.append(f)
+            if m is not None:
+                merged[f] = mine[f]
+            elif t is not None:
+                merged[f] = store.get_blob(t)  # a deletion loses
+    notes = {f for f in merged if memrules.split_file_name(f)}
+    for f in sorted(index_names):
+        b, t, m = base.get(f), theirs.get(f), ids.get(f)
+        data = store.get_blob(t) if t is not None and (m == b or t == m) else mine.get(f)
+        if t is not None and m is not None and t != m:
+            # the side that changed it wins its other lines (both: this folder);
+            # the entries list exactly the notes kept
+            here, there = mine[f], store.get_blob(t)
+            won, lost = (there, here) if m == b else (here, there)
+            held = {n for n in set(base) | set(theirs) | set(mine) if memrules.split_file_name(n)}
+            by_entry = memrules.merge_index(
+                f,
+                won,
+                lost,
+                store.get_blob(b) if b is not None else None,
+                keep=notes,
+                gone=held - notes,
             )
-        ):
-            data, clash = by_entry
-            merged[f] = data
-            if data != files[f]:
-                checkout[f] = data
-            if clash:
+            if by_entry is not None:
+                data, clash = by_entry
+                if clash:
+                    conflicts.append(f)
+            elif m != b and t != b:
                 conflicts.append(f)
-        elif m is None:  # removed here, changed by the sync: a deletion loses
-            data = store.get_blob(t) if t is not None else None
-            checkout[f] = data
-            if data is not None:
-                merged[f] = data
+        elif m != b and t != b and t != m:
             conflicts.append(f)
-        else:  # changed both ways: the folder's version, the other stays in history
-            merged[f] = files[f]
-            conflicts.append(f)
-    return merged, checkout, conflicts
-
-
-def _checkout(
-    store: Store, scope: Scope, directory: Path, checkout: dict[str, bytes | None]
-) -> None:
-    """Write what arrived into the folder (never an excluded note's text)."""
-    if not checkout:
-        return
-    present = {e.name for e in os.scandir(directory)}
-    hidden = excluded_files(store, scope) - present
-    for f, data in sorted(checkout.items()):
-        if f in hidden:
-            continue
-        path = _inside(directory, f)
-        if data is None:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-            continue
-        if hidden and memrules.is_index_name(f):
-            data = drop_index_lines(data, lambda x: x in hidden)
-        atomic_write(path, data)
-    fsync_dir(directory)
+        if data is not None:
+            merged[f] = data
+    return merged, conflicts
 
 
 def snapshot(
-    store: Store, mdir: MemoryDir, *, command: str = "hs memory snapshot"
+    store: Store,
+    mdir: MemoryDir,
+    *,
+    command: str = "hs memory snapshot",
+    notes: list[str] | None = None,
 ) -> tuple[Operation | None, str | None]:
-    """Record the directory as it is now (edits agents made on their own)."""
+    """Record the directory as it is now (edits agents made on their own),
+    merged with what a sync brought since the folder last matched the scope
+    (conflicts go to ``notes`` and into the revision)."""
     with store.lock():
         files = read_files(mdir.path)
         return record(
@@ -589,7 +672,24 @@ def snapshot(
             message="snapshot",
             command=command,
             directory=mdir.path,
+            notes=notes,
         )
+
+
+def behind(store: Store) -> list[tuple[Scope, str | None, str]]:
+    """The scopes whose configured folder last matched another revision than
+    the newest: (scope, the folder's base, the newest revision)."""
+    out = []
+    for key in configured_dirs(store):
+        scope = scope_for(None if key == SYSTEM else key)
+        tip = head(store, scope)
+        b = read_base(store, scope)
+        if tip is None or b is None:
+            continue
+        lifted = set(b.withheld) - excluded_files(store, scope)
+        if b.rev != tip or lifted:
+            out.append((scope, b.rev, tip))
+    return out
 
 
 def snapshot_configured(store: Store, *, command: str) -> list[tuple[Scope, Operation]]:
@@ -1074,16 +1174,30 @@ def _check_in_step(store: Store, mdir: MemoryDir) -> None:
     """A write starts from the newest revision: a folder a sync left behind
     (with edits of its own, so it could not follow) is merged first."""
     tip = head(store, mdir.scope)
-    if tip is None or base_of(store, mdir.scope) == tip:
+    b = read_base(store, mdir.scope)
+    if tip is None or b is None:
         return
-    current = {f: _redacted(store, d) for f, d in read_files(mdir.path).items()}
-    shown = visible(store, mdir.scope, load_tree(store, load_revision(store, tip).tree), current)
-    if current != shown:
-        raise Conflict(
-            f"{mdir.path} is behind revision {tip[:12]} of the {mdir.scope.label} memory "
-            "(a sync brought it) and holds edits of its own",
-            hint="`hs memory snapshot` merges the two; then write again",
-        )
+    if b.rev == tip and set(b.withheld) <= excluded_files(store, mdir.scope):
+        return
+    folder = read_files(mdir.path)
+    withheld = set(b.withheld)
+    tip_tree = load_tree(store, load_revision(store, tip).tree)
+    lifted = withheld - excluded_files(store, mdir.scope)
+    if not lifted and _same(store, as_recorded(store, folder, tip_tree, withheld), tip_tree):
+        return
+    base_tree = load_tree(store, load_revision(store, b.rev).tree) if b.rev else {}
+    edits = not _same(store, as_recorded(store, folder, base_tree, withheld), base_tree)
+    raise Conflict(
+        f"{mdir.path} is behind revision {tip[:12]} of the {mdir.scope.label} memory "
+        f"(a sync brought it){' and holds edits of its own' if edits else ''}",
+        hint="`hs memory snapshot` "
+        + ("merges the two" if edits else "brings it up to date")
+        + "; then write again",
+    )
+
+
+def _same(store: Store, files: dict[str, bytes], tree: dict[str, str]) -> bool:
+    return {f: hash_object("blob", d) for f, d in files.items()} == tree
 
 
 def _find_in_dir(directory: Path, files: dict[str, str], name: str) -> str:
@@ -1201,6 +1315,13 @@ def apply_write(store: Store, plan: WritePlan, *, command: str) -> WriteResult:
             command=command + " (snapshot)",
             directory=directory,
         )
+        if read_regular(plan.path) != plan.note_old or (
+            read_regular(plan.index_path, memrules.MAX_INDEX_BYTES) != plan.index_old
+        ):
+            raise Conflict(
+                f"{directory} took in what a sync brought while it was recorded",
+                hint="run the command again to see the new preview",
+            )
         written: list[tuple[Path, bytes | None]] = []
         try:
             written.append((plan.path, plan.note_old))
@@ -1304,7 +1425,8 @@ def undo_files(store: Store, op: Operation, inverse: list[RefChange]) -> Callabl
     """Before an undo moves memory refs (lock held): check that each directory
     the operation wrote still holds what it wrote, and return the step that puts
     the files back as they were before it (None: nothing to do on disk).
-    Refuses with Conflict when the directory changed since."""
+    Refuses with Conflict when the directory changed since. Notes the folder
+    was not given (withheld: excluded) are left as the folder has them."""
     mem = [c for c in inverse if c.ref.startswith(PREFIX)]
     directory = op.extra.get("dir")
     if not mem or not isinstance(directory, str):
@@ -1316,37 +1438,37 @@ def undo_files(store: Store, op: Operation, inverse: list[RefChange]) -> Callabl
     path = Path(directory)
     if not path.is_dir():
         return None
-    steps: list[tuple[Path, bytes | None]] = []
+    steps: list[tuple[Scope, dict[str, bytes], dict[str, bytes], dict[str, str], set[str]]] = []
     for c in mem:
+        scope = Scope(c.ref[len(PREFIX) :], None)
+        b = read_base(store, scope)
+        withheld = set(b.withheld if b is not None else ())
         now_tree = load_tree(store, load_revision(store, c.old).tree) if c.old else {}
         back_tree = load_tree(store, load_revision(store, c.new).tree) if c.new else {}
         current = read_files(path)
-        for f in sorted(set(now_tree) | set(back_tree)):
-            want_now = store.get_blob(now_tree[f]) if f in now_tree else None
-            have = current.get(f)
-            if have is not None and want_now is not None and _redacted(store, have) != want_now:
-                raise Conflict(
-                    f"{f} in {path} changed since operation {op.op}",
-                    hint="put the file back as the operation left it (`hs memory show`), "
-                    "or go back with `hs memory restore NAME@REV` instead",
-                )
-            if (have is None) != (want_now is None):
-                raise Conflict(f"{f} in {path} changed since operation {op.op}")
-            if now_tree.get(f) != back_tree.get(f):
-                steps.append(
-                    (_inside(path, f), store.get_blob(back_tree[f]) if f in back_tree else None)
-                )
+        recorded = as_recorded(store, current, now_tree, withheld)
+        changed = sorted(
+            f
+            for f in set(recorded) | set(now_tree)
+            if (hash_object("blob", recorded[f]) if f in recorded else None) != now_tree.get(f)
+        )
+        if changed:
+            raise Conflict(
+                f"{changed[0]} in {path} changed since operation {op.op}",
+                hint="put the file back as the operation left it (`hs memory show`), "
+                "or go back with `hs memory restore NAME@REV` instead",
+            )
+        give = withheld & excluded_files(store, scope)
+        steps.append(
+            (scope, current, as_given(store, back_tree, give, current), back_tree, withheld)
+        )
 
     def run() -> None:
-        for p, data in steps:
-            if data is None:
-                with contextlib.suppress(FileNotFoundError):
-                    p.unlink()
-                fsync_dir(p.parent)
-            else:
-                atomic_write(p, data)
-        for c in mem:
-            set_base(store, Scope(c.ref[len(PREFIX) :], None), c.new)
+        for (scope, current, target, back_tree, withheld), c in zip(steps, mem, strict=True):
+            _write_folder(path, current, target)
+            set_base(
+                store, scope, c.new, _still_withheld(store, scope, back_tree, target, withheld)
+            )
 
     return run
 
@@ -1355,7 +1477,8 @@ def after_undo(store: Store, op: Operation, inverse: list[RefChange]) -> None:
     """Once an undo moved memory refs (lock held): the folders' bases follow.
     An undone snapshot leaves its folder ahead of the ref (its edits are
     recorded again by the next snapshot); an undone sync moves a folder back
-    when it holds what the sync gave it (as :func:`follow` does)."""
+    when it holds what the sync gave it (as :func:`follow` does; a scope the
+    sync created goes away)."""
     if op.extra.get("memory_kind") in FILE_KINDS and isinstance(op.extra.get("dir"), str):
         return  # undo_files put the files and the base back
     for c in inverse:
@@ -1366,8 +1489,9 @@ def after_undo(store: Store, op: Operation, inverse: list[RefChange]) -> None:
         project = load_revision(store, rev).project if rev else None
         scope = Scope(scope_id, project)
         if op.extra.get("memory_kind") == "snapshot":
-            set_base(store, scope, c.new)
-        elif c.new is not None:
+            b = read_base(store, scope)
+            set_base(store, scope, c.new, b.withheld if b is not None else ())
+        else:
             follow(store, scope, c.old, c.new)
 
 
@@ -1529,7 +1653,7 @@ def search_notes(
 # ---------------------------------------------------------------------- sync
 
 
-def follow(store: Store, scope: Scope, old_rev: str | None, new_rev: str) -> str | None:
+def follow(store: Store, scope: Scope, old_rev: str | None, new_rev: str | None) -> str | None:
     """After a sync moved a scope's ref from ``old_rev`` to ``new_rev``: bring
     the directory config.toml names for the scope along, as ``git pull`` does a
     clean work tree — only when it still holds exactly what it was last given
@@ -1544,29 +1668,18 @@ def follow(store: Store, scope: Scope, old_rev: str | None, new_rev: str) -> str
     except (BadInput, NotFound) as e:
         return f"{scope.label} memory directory not updated: {e.message}"
     with store.lock():
-        base = base_of(store, scope, default=old_rev or False)
-        current = {f: _redacted(store, d) for f, d in read_files(mdir.path).items()}
+        b = read_base(store, scope)
+        base = b.rev if b is not None else old_rev
+        withheld = set(b.withheld if b is not None else ())
+        folder = read_files(mdir.path)
         base_tree = load_tree(store, load_revision(store, base).tree) if base else {}
-        before = visible(store, scope, base_tree, current)
-        new_tree = load_tree(store, load_revision(store, new_rev).tree)
-        after = visible(store, scope, new_tree, current)
-        if current != before:
+        if not _same(store, as_recorded(store, folder, base_tree, withheld), base_tree):
             return (
                 f"{mdir.path} has edits not recorded: left as it is; `hs memory snapshot` "
                 "records them merged with what arrived"
             )
-        changed = 0
-        for f in sorted(set(current) | set(after)):
-            if current.get(f) == after.get(f):
-                continue
-            path = _inside(mdir.path, f)
-            if f in after:
-                atomic_write(path, after[f])
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
-            changed += 1
-        if changed:
-            fsync_dir(mdir.path)
-        set_base(store, scope, new_rev)
+        new_tree = load_tree(store, load_revision(store, new_rev).tree) if new_rev else {}
+        after = as_given(store, new_tree, excluded_files(store, scope), folder)
+        changed = _write_folder(mdir.path, folder, after)
+        set_base(store, scope, new_rev, _still_withheld(store, scope, new_tree, after, withheld))
     return f"{mdir.path}: {changed} file{'s' if changed != 1 else ''} updated" if changed else None

@@ -903,7 +903,13 @@ def _entry_keys(name: str, lines: list[str]) -> dict[int, tuple[str, int]]:
 
 
 def merge_index(
-    name: str, won: bytes | None, lost: bytes | None, base: bytes | None
+    name: str,
+    won: bytes | None,
+    lost: bytes | None,
+    base: bytes | None,
+    *,
+    keep: set[str] | None = None,
+    gone: set[str] | None = None,
 ) -> tuple[bytes, bool] | None:
     """Two versions of an index changed from ``base``, merged by entry:
     (the merged bytes, whether an entry changed differently on both sides).
@@ -915,7 +921,13 @@ def merge_index(
     lines, then the entries only ``lost`` has, in its order. Line endings
     become LF. None when a version is not text an index can be (the caller
     merges the file as a whole). Sync passes the later revision's version as
-    ``won``; a memory folder merging what a sync brought passes its own."""
+    ``won``; a memory folder merging what a sync brought passes its own.
+
+    ``keep``: the notes the merged directory holds; ``gone``: those a version
+    held that the merge removed. An entry for a note gone is dropped, and a
+    kept note whose entry the merge dropped (deleted on one side while the
+    note changed on the other: the deletion lost) gets its line back.
+    (Entries for notes no version ever held are left as they are.)"""
     lw, ll, lo = _index_text_lines(won), _index_text_lines(lost), _index_text_lines(base)
     if lw is None or ll is None or lo is None:
         return None
@@ -947,6 +959,21 @@ def merge_index(
         k = el[i]
         if k not in vw and (chosen := pick(k)) is not None:
             out.append(chosen)
+    if gone:
+        out = [ln for ln in out if _linked_file(name, ln) not in gone]
+    if keep is not None:
+        listed = {_linked_file(name, ln) for ln in out}
+        for versions in (vw, vl, vo):
+            for (f, n), ln in versions.items():
+                if n == 0 and f in keep and f not in listed:
+                    out.append(ln)
+                    listed.add(f)
     if ended:
         out.append("")
     return "\n".join(out).encode(), clash
+
+
+def _linked_file(name: str, line: str) -> str | None:
+    """The note an index line links, None when it is not an entry."""
+    entries, _ = parse_index(name, line.encode())
+    return entries[0].file if entries else None

@@ -647,7 +647,14 @@ def recorded_conflicts(objs: Objects, rev: str) -> list[MemoryConflict]:
 
 
 def _merge_index(
-    objs: Objects, name: str, won: str, lost: str, base: str | None
+    objs: Objects,
+    name: str,
+    won: str,
+    lost: str,
+    base: str | None,
+    *,
+    keep: set[str],
+    gone: set[str],
 ) -> tuple[str, bool] | None:
     """An index file both sides changed, merged by entry
     (:func:`histstore.memrules.merge_index`): (the merged blob, made in
@@ -661,7 +668,7 @@ def _merge_index(
         kind, payload = objs.get(blob)
         return payload if kind == "blob" else b"\0"
 
-    merged = merge_index(name, data(won), data(lost), data(base))
+    merged = merge_index(name, data(won), data(lost), data(base), keep=keep, gone=gone)
     if merged is None:
         return None
     return objs.make_blob(merged[0]), merged[1]
@@ -703,22 +710,33 @@ def merge_memory(objs: Objects, a: str, b: str) -> tuple[str, list[MemoryConflic
     scope = str(rev(a).get("scope"))
     merged: dict[str, str] = {}
     conflicts: list[MemoryConflict] = []
-    for name in sorted(set(fa) | set(fb) | set(fo)):
+    names = sorted(set(fa) | set(fb) | set(fo))
+    # the notes first, then the index, which lists exactly the notes kept
+    for name in [n for n in names if not is_index_name(n)] + [n for n in names if is_index_name(n)]:
         x, y, o = fa.get(name), fb.get(name), fo.get(name)
         by_entry = None
-        if x is not None and y is not None and len({x, y, o}) == 3 and is_index_name(name):
-            won, lost = (x, y) if ka > kb else (y, x)
-            by_entry = _merge_index(objs, name, won, lost, o)
-        if x == y or y == o:
-            pick = x
-        elif x == o:
-            pick = y
-        elif by_entry is not None:
+        pick: str | None
+        if x is not None and y is not None and x != y and is_index_name(name):
+            # the side that changed it wins its other lines; both: the later
+            if x == o:
+                won, lost = y, x
+            elif y == o:
+                won, lost = x, y
+            else:
+                won, lost = (x, y) if ka > kb else (y, x)
+            notes = {n for n in merged if not is_index_name(n)}
+            gone = {n for n in names if not is_index_name(n)} - notes
+            by_entry = _merge_index(objs, name, won, lost, o, keep=notes, gone=gone)
+        if by_entry is not None:
             pick, clash = by_entry
             if clash:
                 conflicts.append(
                     MemoryConflict(scope, name, sorted(v for v in (x, y) if v is not None))
                 )
+        elif x == y or y == o:
+            pick = x
+        elif x == o:
+            pick = y
         else:
             pick = later.get(name) or earlier.get(name)  # a deletion loses
             versions = sorted(v for v in {x, y} if v is not None)

@@ -308,7 +308,10 @@ def snapshot(
     else:
         dirs = [_dir(store, project, memory_dir)]
     for mdir in dirs:
-        op, rev = snapshot(store, mdir, command=cmd)
+        notes: list[str] = []
+        op, rev = snapshot(store, mdir, command=cmd, notes=notes)
+        for note in notes:
+            typer.echo(note, err=True)
         if json_out:
             _echo_json(
                 {

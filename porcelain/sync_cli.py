@@ -202,18 +202,32 @@ def _follow_memory(store: Store, rep: SyncReport) -> list[str]:
     (histstore.memory.follow; never over an edit not recorded). The sync itself
     stands whatever happens here."""
     from histstore.errors import HistError
-    from histstore.memory import Scope, follow, load_revision
+    from histstore.memory import Scope, behind, follow, load_revision
 
     out = []
+    moved = set()
     for c in rep.local_changes:
         if not c.ref.startswith("memory/") or c.new is None:
             continue
         scope_id = c.ref[len("memory/") :]
+        moved.add(scope_id)
         try:
             scope = Scope(scope_id, load_revision(store, c.new).project)
             said = follow(store, scope, c.old, c.new)
         except HistError as e:
             said = f"{scope_id} memory directory not updated: {e.message}"
+        if said:
+            out.append(said)
+    # a folder an earlier push into this store left behind catches up too
+    try:
+        late = [b for b in behind(store) if b[0].id not in moved]
+    except HistError:
+        late = []
+    for scope, base, tip in late:
+        try:
+            said = follow(store, scope, base, tip)
+        except HistError as e:
+            said = f"{scope.id} memory directory not updated: {e.message}"
         if said:
             out.append(said)
     return out

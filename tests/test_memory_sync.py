@@ -31,7 +31,7 @@ class Machine:
     def write(self, slug: str, text: str, *extra: str) -> str:
         return self.ok(
             "memory", "write", "--type", "user", "--slug", slug, "--name", slug.title(),
-            "--description", f"about {slug}", "--body", text, "--yes", *extra,
+            "--description", f"about {slug}", "--body", text, "--yes", "--create", *extra,
         )  # fmt: skip
 
     def files(self) -> dict[str, str]:
@@ -137,3 +137,128 @@ def test_undo_of_a_snapshot_leaves_the_folder_ahead(two: tuple[Machine, Machine]
     assert "edit" in a.files()["user_editor.md"]
     a.ok("memory", "snapshot")  # recorded again, not reverted
     assert "edit" in a.ok("memory", "show", "editor")
+
+
+# ---------------------------------------------- found by review: withheld notes
+
+T = "memory@system@user@note"
+
+
+def test_lifting_an_exclusion_deletes_the_note_nowhere(two: tuple[Machine, Machine]) -> None:
+    a, b = two
+    a.write("keep", "Keep.")
+    a.write("note", "Important.")
+    a.ok("forget", T, "--exclude", "--confirm", T)
+    b.ok("pull", "a")
+    assert "user_note.md" not in b.files()
+    a.ok("unforget", T, "--confirm", T)
+    b.ok("pull", "a")
+    b.write("other", "Other.")
+    b.ok("push", "a")
+    a.ok("memory", "snapshot")
+    assert (a.mem / "user_note.md").read_text().endswith("Important.\n")
+    assert "user_note.md" in a.ok("memory", "show", "MEMORY.md")
+    # the lifted note reaches b's folder once b records its folder again
+    b.ok("memory", "snapshot")
+    assert b.files()["user_note.md"].endswith("Important.\n")
+    assert "every rule holds" in b.ok("memory", "check")
+
+
+def test_an_excluded_notes_new_text_never_reaches_a_folder_with_an_old_copy(
+    two: tuple[Machine, Machine],
+) -> None:
+    a, b = two
+    a.write("note", "Old text.")
+    b.ok("pull", "a")
+    a.ok("forget", T, "--exclude", "--confirm", T)
+    a.ok("memory", "write", "--revise", "note", "--name", "Note", "--description",
+         "about note", "--body", "NEW SECRET", "--yes")  # fmt: skip
+    b.ok("pull", "a")
+    assert "NEW SECRET" not in "".join(b.files().values())
+    b.ok("memory", "snapshot")  # b's old copy is not recorded over the new text
+    b.ok("sync", "a")
+    a.ok("memory", "snapshot")
+    assert "NEW SECRET" in (a.mem / "user_note.md").read_text()
+
+
+def test_undo_of_a_write_works_where_an_excluded_note_is_withheld(
+    two: tuple[Machine, Machine],
+) -> None:
+    a, b = two
+    a.write("keep", "Keep.")
+    a.write("note", "Secret.")
+    a.ok("forget", T, "--exclude", "--confirm", T)
+    b.ok("pull", "a")
+    before = b.files()
+    b.write("mine", "Mine.")
+    b.ok("undo")
+    assert b.files() == before
+
+
+def test_a_deleted_note_that_the_other_side_changed_keeps_its_index_line(
+    two: tuple[Machine, Machine],
+) -> None:
+    a, b = two
+    a.write("keep", "Keep.")
+    a.write("note", "v1")
+    b.ok("pull", "a")
+    (a.mem / "user_note.md").unlink()
+    index = (a.mem / "MEMORY.md").read_text()
+    (a.mem / "MEMORY.md").write_text(
+        "".join(ln for ln in index.splitlines(True) if "note" not in ln)
+    )
+    a.ok("memory", "snapshot")
+    b.ok("memory", "write", "--revise", "note", "--name", "Note", "--description",
+         "about note", "--body", "v2", "--yes")  # fmt: skip
+    b.ok("sync", "a")
+    b.ok("memory", "snapshot")
+    assert "every rule holds" in b.ok("memory", "check")
+    assert "v2" in b.ok("memory", "show", "note")
+
+
+def test_a_snapshot_that_settles_a_conflict_says_so_and_records_it(
+    two: tuple[Machine, Machine],
+) -> None:
+    a, b = two
+    a.write("note", "v1")
+    b.ok("pull", "a")
+    a.ok("memory", "write", "--revise", "note", "--name", "Note", "--description",
+         "about note", "--body", "v2 from a", "--yes")  # fmt: skip
+    (b.mem / "user_note.md").write_text(b.files()["user_note.md"] + "edit\n")
+    b.ok("pull", "a")
+    r = b.hs("-C", str(b.store), "memory", "snapshot")
+    assert r.exit_code == 0 and "memory conflict: system user_note.md" in r.stderr
+    log = b.hs.json_lines("-C", str(b.store), "memory", "log", "--json")
+    assert log[0]["conflicts"][0]["file"] == "user_note.md"
+    assert "edit" in b.files()["user_note.md"]
+
+
+def test_a_folder_left_behind_by_a_push_catches_up_on_the_next_pull(
+    two: tuple[Machine, Machine],
+) -> None:
+    a, b = two
+    a.ok("remote", "add", "b", str(b.store))
+    a.write("note", "v1")
+    b.ok("pull", "a")
+    b.ok("memory", "write", "--revise", "note", "--name", "Note", "--description",
+         "about note", "--body", "v2", "--yes")  # fmt: skip
+    b.ok("push", "a")
+    r = a.hs("-C", str(a.store), "memory", "write", "--type", "user", "--slug", "x",
+             "--name", "X", "--description", "x", "--body", "x", "--yes")  # fmt: skip
+    assert r.exit_code == 5 and "brings it up to date" in r.stderr
+    out = a.ok("pull", "b")
+    assert "updated" in out and "v2" in a.files()["user_note.md"]
+    a.write("other", "Other.")
+
+
+def test_undo_of_a_pull_that_created_the_scope_empties_the_folder(
+    two: tuple[Machine, Machine],
+) -> None:
+    a, b = two
+    a.write("keep", "Keep.")
+    b.ok("pull", "a")
+    assert b.files()
+    b.ok("undo")
+    assert b.files() == {}
+    assert b.ok("memory", "snapshot")
+    assert "no revision" in b.ok("memory", "log")
