@@ -380,25 +380,31 @@ def record(
         files = as_recorded(store, folder, old_tree, withheld)
         if base != old:
             base_tree = load_tree(store, load_revision(store, base).tree) if base else {}
+            mine = files
             files, clashes = _merge_folder(store, base_tree, old_tree, files)
             for f in clashes:
-                versions = sorted(
-                    {hash_object("blob", files[f])}
-                    if f in files
-                    else set() | ({old_tree[f]} if f in old_tree else set())
-                )
+                here = hash_object("blob", mine[f]) if f in mine else None
+                versions = sorted(v for v in (here, old_tree.get(f)) if v is not None)
                 conflicts.append({"file": f, "versions": versions})
-                if notes is not None:
-                    notes.append(
-                        f"memory conflict: {scope.label} {f}: changed here and by a sync; "
-                        f"this folder's version is kept, the other is in revision {old[:12]} "
-                        f"(hs memory diff {f} {old[:12]}; hs memory restore {f}@{old[:12]})"
-                    )
+                if notes is None:
+                    continue
+                if memrules.is_index_name(f):
+                    kept = "merged by entry; an entry changed both ways keeps this folder's line"
+                elif f in files and files[f] == mine.get(f):
+                    kept = f"this folder's version is kept, the other is in revision {old[:12]}"
+                else:
+                    kept = "removed here but changed by the sync: the sync's version is kept"
+                notes.append(
+                    f"memory conflict: {scope.label} {f}: changed here and by a sync; {kept} "
+                    f"(hs memory diff {f} {old[:12]}; hs memory restore {f}@REV settles it)"
+                )
     tree = put_tree(store, files)
     tree_files = load_tree(store, tree)
     # what the folder is given: all but the notes still withheld (a lifted
     # exclusion's note comes in)
-    give = withheld & excluded_files(store, scope) if directory is not None else set()
+    # never an excluded note (the folder keeps what it has of one); a note
+    # whose exclusion was lifted comes in
+    give = excluded_files(store, scope) if directory is not None else set()
 
     def settle(rev: str) -> None:
         assert directory is not None
@@ -1458,7 +1464,7 @@ def undo_files(store: Store, op: Operation, inverse: list[RefChange]) -> Callabl
                 hint="put the file back as the operation left it (`hs memory show`), "
                 "or go back with `hs memory restore NAME@REV` instead",
             )
-        give = withheld & excluded_files(store, scope)
+        give = excluded_files(store, scope)
         steps.append(
             (scope, current, as_given(store, back_tree, give, current), back_tree, withheld)
         )

@@ -262,3 +262,35 @@ def test_undo_of_a_pull_that_created_the_scope_empties_the_folder(
     assert b.files() == {}
     assert b.ok("memory", "snapshot")
     assert "no revision" in b.ok("memory", "log")
+
+
+def test_a_merging_snapshot_never_writes_an_excluded_note_the_folder_never_held(
+    two: tuple[Machine, Machine],
+) -> None:
+    a, b = two
+    a.write("keep", "Keep.")
+    b.ok("pull", "a")
+    (b.mem / "user_keep.md").write_text(b.files()["user_keep.md"] + "edit\n")
+    a.write("note", "SECRET-Y")
+    a.ok("forget", T, "--exclude", "--confirm", T)
+    out = b.ok("pull", "a")
+    assert "edits not recorded" in out
+    b.ok("memory", "snapshot")
+    assert "SECRET-Y" not in "".join(b.files().values())
+    assert "edit" in b.files()["user_keep.md"]
+    b.ok("sync", "a")
+    a.ok("memory", "snapshot")
+    assert (a.mem / "user_note.md").read_text().endswith("SECRET-Y\n")
+
+
+def test_a_conflict_records_both_versions(two: tuple[Machine, Machine]) -> None:
+    a, b = two
+    a.write("note", "v1")
+    b.ok("pull", "a")
+    a.ok("memory", "write", "--revise", "note", "--name", "Note", "--description",
+         "about note", "--body", "v2 from a", "--yes")  # fmt: skip
+    (b.mem / "user_note.md").write_text(b.files()["user_note.md"] + "edit\n")
+    b.ok("pull", "a")
+    b.ok("memory", "snapshot")
+    log = b.hs.json_lines("-C", str(b.store), "memory", "log", "--json")
+    assert len(log[0]["conflicts"][0]["versions"]) == 2
