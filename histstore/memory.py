@@ -375,7 +375,9 @@ def record(
     if directory is not None and old is not None:
         old_tree = load_tree(store, load_revision(store, old).tree)
         b = read_base(store, scope)
-        base = b.rev if b is not None else old
+        # no record: the folder never matched a revision here (the scope came
+        # by a push or pull): merged against nothing, so nothing is deleted
+        base = b.rev if b is not None else None
         withheld = set(b.withheld if b is not None else ())
         files = as_recorded(store, folder, old_tree, withheld)
         if base != old:
@@ -556,10 +558,16 @@ def as_given(
     out.update({f: d for f, d in folder.items() if f in withheld})
     for f, data in list(out.items()):
         if withheld and memrules.is_index_name(f) and f in tree:
-            rest, held_there = _split_index(data, withheld)
             _, held_here = _split_index(folder.get(f, b""), withheld)
-            if held_there or held_here:
-                out[f] = _join(rest, held_here)
+            mine = {_link(ln): ln for ln in held_here}
+            lines = []
+            for ln in data.decode("utf-8", "replace").splitlines(keepends=True):
+                note = _link(ln)
+                if note not in withheld:
+                    lines.append(ln)
+                elif note in mine:  # the folder's own line, where the tree has it
+                    lines.append(mine.pop(note))
+            out[f] = _join(lines, list(mine.values()))
     return out
 
 
@@ -631,10 +639,11 @@ def _merge_folder(
     for f in sorted(index_names):
         b, t, m = base.get(f), theirs.get(f), ids.get(f)
         data = store.get_blob(t) if t is not None and (m == b or t == m) else mine.get(f)
-        if t is not None and m is not None and t != m:
+        if t != m:
             # the side that changed it wins its other lines (both: this folder);
-            # the entries list exactly the notes kept
-            here, there = mine[f], store.get_blob(t)
+            # the entries list exactly the notes kept (a removed index: no lines)
+            here = mine.get(f)
+            there = store.get_blob(t) if t is not None else None
             won, lost = (there, here) if m == b else (here, there)
             held = {n for n in set(base) | set(theirs) | set(mine) if memrules.split_file_name(n)}
             by_entry = memrules.merge_index(
@@ -689,9 +698,9 @@ def behind(store: Store) -> list[tuple[Scope, str | None, str]]:
     for key in configured_dirs(store):
         scope = scope_for(None if key == SYSTEM else key)
         tip = head(store, scope)
-        b = read_base(store, scope)
-        if tip is None or b is None:
+        if tip is None:
             continue
+        b = read_base(store, scope) or Base(None)
         lifted = set(b.withheld) - excluded_files(store, scope)
         if b.rev != tip or lifted:
             out.append((scope, b.rev, tip))
@@ -1136,6 +1145,12 @@ def plan_write(
             hint="fix the draft; `hs memory check` explains every rule",
         )
     path = _inside(directory, file)
+    b = read_base(store, mdir.scope)
+    if b is not None and file in b.withheld:
+        raise Conflict(
+            f"{file} is a note this folder was not given (it is excluded)",
+            hint="write it where it was written, or `hs unforget` it first",
+        )
     note_old = read_regular(path)
     if note_old is not None and revise is None and kind == "write":
         raise Conflict(
@@ -1180,9 +1195,9 @@ def _check_in_step(store: Store, mdir: MemoryDir) -> None:
     """A write starts from the newest revision: a folder a sync left behind
     (with edits of its own, so it could not follow) is merged first."""
     tip = head(store, mdir.scope)
-    b = read_base(store, mdir.scope)
-    if tip is None or b is None:
+    if tip is None:
         return
+    b = read_base(store, mdir.scope) or Base(None)
     if b.rev == tip and set(b.withheld) <= excluded_files(store, mdir.scope):
         return
     folder = read_files(mdir.path)
@@ -1675,7 +1690,7 @@ def follow(store: Store, scope: Scope, old_rev: str | None, new_rev: str | None)
         return f"{scope.label} memory directory not updated: {e.message}"
     with store.lock():
         b = read_base(store, scope)
-        base = b.rev if b is not None else old_rev
+        base = b.rev if b is not None else None
         withheld = set(b.withheld if b is not None else ())
         folder = read_files(mdir.path)
         base_tree = load_tree(store, load_revision(store, base).tree) if base else {}

@@ -649,8 +649,8 @@ def recorded_conflicts(objs: Objects, rev: str) -> list[MemoryConflict]:
 def _merge_index(
     objs: Objects,
     name: str,
-    won: str,
-    lost: str,
+    won: str | None,
+    lost: str | None,
     base: str | None,
     *,
     keep: set[str],
@@ -662,7 +662,7 @@ def _merge_index(
     the version of the winning revision (the later one). None: a version is
     not text an index can be, and the file is merged as a whole."""
 
-    def data(blob: str | None) -> bytes | None:
+    def data(blob: str | None) -> bytes | None:  # None: no index on that side
         if blob is None:
             return None
         kind, payload = objs.get(blob)
@@ -716,7 +716,7 @@ def merge_memory(objs: Objects, a: str, b: str) -> tuple[str, list[MemoryConflic
         x, y, o = fa.get(name), fb.get(name), fo.get(name)
         by_entry = None
         pick: str | None
-        if x is not None and y is not None and x != y and is_index_name(name):
+        if x != y and is_index_name(name) and (x is not None or y is not None):
             # the side that changed it wins its other lines; both: the later
             if x == o:
                 won, lost = y, x

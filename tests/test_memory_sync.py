@@ -294,3 +294,66 @@ def test_a_conflict_records_both_versions(two: tuple[Machine, Machine]) -> None:
     b.ok("memory", "snapshot")
     log = b.hs.json_lines("-C", str(b.store), "memory", "log", "--json")
     assert len(log[0]["conflicts"][0]["versions"]) == 2
+
+
+# ------------------------------------------------- found by fuzzing, reduced
+
+
+def test_a_folder_that_never_received_a_pushed_scope_deletes_nothing(
+    two: tuple[Machine, Machine],
+) -> None:
+    a, b = two
+    a.ok("remote", "add", "b", str(b.store))
+    a.write("x", "hi")
+    a.ok("push", "b")
+    b.ok("memory", "snapshot")
+    assert "user_x.md" in b.files()  # it came in, nothing was deleted
+    a.ok("pull", "b")
+    assert "user_x.md" in a.files()
+
+
+def test_a_note_withheld_here_cannot_be_written_here(two: tuple[Machine, Machine]) -> None:
+    a, b = two
+    a.write("x", "first")
+    tx = "memory@system@user@x"
+    a.ok("forget", tx, "--exclude", "--confirm", tx)
+    b.ok("pull", "a")
+    r = b.hs("-C", str(b.store), "memory", "write", "--type", "user", "--slug", "x",
+             "--name", "X", "--description", "tiger", "--body", "SECOND", "--create", "--yes")  # fmt: skip
+    assert r.exit_code == 5 and "not given" in r.stderr
+    assert "user_x.md" not in b.files()
+
+
+def test_a_note_removed_on_one_side_leaves_no_dangling_index_line(
+    two: tuple[Machine, Machine],
+) -> None:
+    a, b = two
+    a.ok("remote", "add", "b", str(b.store))
+    a.write("x", "hi")
+    b.ok("pull", "a")
+    for p in b.mem.iterdir():
+        p.unlink()
+    b.ok("memory", "snapshot")
+    a.write("z", "zed")
+    a.ok("pull", "b")
+    assert "every rule holds" in a.ok("memory", "check")
+    assert set(a.files()) == {"MEMORY.md", "user_z.md"}
+
+
+def test_following_keeps_an_excluded_notes_index_line_in_place(
+    two: tuple[Machine, Machine],
+) -> None:
+    a, b = two
+    a.ok("remote", "add", "b", str(b.store))
+    a.write("x", "hi")
+    a.write("y", "why")
+    b.ok("pull", "a")
+    tx = "memory@system@user@x"
+    a.ok("forget", tx, "--exclude", "--confirm", tx)
+    b.write("z", "zed")
+    b.ok("push", "a")
+    index_before = a.files()["MEMORY.md"]
+    a.ok("pull", "b")
+    assert a.files()["MEMORY.md"].startswith(index_before)
+    out = a.ok("memory", "snapshot")
+    assert "unchanged" in out
