@@ -406,7 +406,7 @@ def record(
     # exclusion's note comes in)
     # never an excluded note (the folder keeps what it has of one); a note
     # whose exclusion was lifted comes in
-    give = excluded_files(store, scope) if directory is not None else set()
+    give = _not_given(store, scope, tree_files, folder) if directory is not None else set()
 
     def settle(rev: str) -> None:
         assert directory is not None
@@ -601,6 +601,21 @@ def _still_withheld(
     absence) is not the tree's."""
     out = set()
     for f in (set(before) | excluded_files(store, scope)) & set(tree):
+        have = folder.get(f)
+        if have is None or _redacted(store, have) != store.get_blob(tree[f]):
+            out.add(f)
+    return out
+
+
+def _not_given(
+    store: Store, scope: Scope, tree: dict[str, str], folder: dict[str, bytes]
+) -> set[str]:
+    """The excluded notes whose text in ``tree`` the folder does not hold: not
+    written into it (its copy, or its absence, stays). An excluded note the
+    folder holds as the tree has it is given like any other (its index line
+    follows), and one the tree no longer holds is removed like any other."""
+    out = set()
+    for f in excluded_files(store, scope) & set(tree):
         have = folder.get(f)
         if have is None or _redacted(store, have) != store.get_blob(tree[f]):
             out.add(f)
@@ -1479,7 +1494,7 @@ def undo_files(store: Store, op: Operation, inverse: list[RefChange]) -> Callabl
                 hint="put the file back as the operation left it (`hs memory show`), "
                 "or go back with `hs memory restore NAME@REV` instead",
             )
-        give = excluded_files(store, scope)
+        give = _not_given(store, scope, back_tree, current)
         steps.append(
             (scope, current, as_given(store, back_tree, give, current), back_tree, withheld)
         )
@@ -1700,7 +1715,7 @@ def follow(store: Store, scope: Scope, old_rev: str | None, new_rev: str | None)
                 "records them merged with what arrived"
             )
         new_tree = load_tree(store, load_revision(store, new_rev).tree) if new_rev else {}
-        after = as_given(store, new_tree, excluded_files(store, scope), folder)
+        after = as_given(store, new_tree, _not_given(store, scope, new_tree, folder), folder)
         changed = _write_folder(mdir.path, folder, after)
         set_base(store, scope, new_rev, _still_withheld(store, scope, new_tree, after, withheld))
     return f"{mdir.path}: {changed} file{'s' if changed != 1 else ''} updated" if changed else None

@@ -357,3 +357,38 @@ def test_following_keeps_an_excluded_notes_index_line_in_place(
     assert a.files()["MEMORY.md"].startswith(index_before)
     out = a.ok("memory", "snapshot")
     assert "unchanged" in out
+
+
+def test_a_note_deleted_elsewhere_does_not_come_back_from_a_folder_excluding_it(
+    two: tuple[Machine, Machine],
+) -> None:
+    a, b = two
+    a.write("x", "hi")
+    b.ok("pull", "a")
+    tx = "memory@system@user@x"
+    b.ok("forget", tx, "--exclude", "--confirm", tx)
+    (a.mem / "user_x.md").unlink()
+    index = (a.mem / "MEMORY.md").read_text()
+    (a.mem / "MEMORY.md").write_text(
+        "".join(ln for ln in index.splitlines(True) if "user_x" not in ln)
+    )
+    a.ok("memory", "snapshot")
+    b.ok("pull", "a")
+    assert "user_x.md" not in b.files()
+    assert "unchanged" in b.ok("memory", "snapshot")
+
+
+def test_a_reworded_index_line_reaches_a_folder_that_excluded_the_note(
+    two: tuple[Machine, Machine],
+) -> None:
+    a, b = two
+    a.write("x", "hi")
+    b.ok("pull", "a")
+    tx = "memory@system@user@x"
+    b.ok("forget", tx, "--exclude", "--confirm", tx)
+    index = (a.mem / "MEMORY.md").read_text()
+    (a.mem / "MEMORY.md").write_text(index.replace("about x\n", "about x, reworded\n"))
+    a.ok("memory", "snapshot")
+    b.ok("pull", "a")
+    assert "reworded" in b.files()["MEMORY.md"]
+    assert "unchanged" in b.ok("memory", "snapshot")
