@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import os
 import re
 import stat
@@ -471,17 +472,6 @@ def read_base(store: Store, scope: Scope) -> Base | None:
     return Base(words[0], frozenset(w for w in words[1:] if memrules.split_file_name(w)))
 
 
-def base_of(store: Store, scope: Scope, default: str | bool | None = True) -> str | None:
-    """The revision the scope's folder last matched. Without a record:
-    ``default``, or the newest revision when ``default`` is True."""
-    b = read_base(store, scope)
-    if b is not None:
-        return b.rev
-    if default is True:
-        return head(store, scope)
-    return default if isinstance(default, str) else None
-
-
 def set_base(store: Store, scope: Scope, rev: str | None, withheld: Iterable[str] = ()) -> None:
     path = _base_path(store, scope)
     if rev is None:
@@ -740,15 +730,6 @@ def snapshot_configured(store: Store, *, command: str) -> list[tuple[Scope, Oper
 
 
 # ------------------------------------------------------------------- reading
-
-
-@dataclass(frozen=True)
-class NoteRef:
-    """A note named on the command line, found in one revision's tree."""
-
-    file: str
-    blob: str | None  # None: the revision does not hold it
-    revision: Revision
 
 
 def note_key(name: str) -> str:
@@ -1032,12 +1013,8 @@ def near_duplicates(
 def drop_index_lines(data: bytes, hidden: Callable[[str], bool]) -> bytes:
     """An index without the lines of the notes ``hidden`` names (exclusions:
     not even a note's name and description are handed out)."""
-    out = []
-    for line in data.decode("utf-8", "replace").splitlines(keepends=True):
-        m = re.search(r"\]\(([^)]+)\)", line)
-        if m is None or not hidden(m.group(1)):
-            out.append(line)
-    return "".join(out).encode("utf-8")
+    lines = data.decode("utf-8", "replace").splitlines(keepends=True)
+    return "".join(ln for ln in lines if (f := _link(ln)) is None or not hidden(f)).encode()
 
 
 def index_file(directory: Path) -> str:
@@ -1573,12 +1550,8 @@ def prompt(
                 continue
             text = data.decode("utf-8", "replace")
             if memrules.is_index_name(f):
-                kept = [
-                    ln
-                    for ln in text.splitlines(keepends=True)
-                    if not _hidden_line(ln, mdir, hidden)
-                ]
-                indexes.append(PromptPart("index", label, f, "".join(kept)))
+                kept = drop_index_lines(data, functools.partial(hidden, mdir.scope))
+                indexes.append(PromptPart("index", label, f, kept.decode("utf-8", "replace")))
                 continue
             note, _ = memrules.parse_note(f, data)
             if note is None:
@@ -1588,11 +1561,6 @@ def prompt(
             elif note.models is not None and memrules.model_matches(note.models, model):
                 notes.append(PromptPart("model note", label, f, text))
     return identity + notes + indexes
-
-
-def _hidden_line(line: str, mdir: MemoryDir, hidden: Callable[[Scope, str], bool]) -> bool:
-    m = re.search(r"\]\(([^)]+)\)", line)
-    return m is not None and hidden(mdir.scope, m.group(1))
 
 
 # ---------------------------------------------------------------- forgetting

@@ -234,19 +234,7 @@ def test_a_failure_after_the_first_write_restores_every_file(
     monkeypatch.setattr(memory, "_write_file", fail_second)
     refs_before = (store_path / "refs" / "memory" / "system").read_bytes()
     # a revision of an existing note: both files go back to their bytes
-    r = hs(
-        "memory",
-        "write",
-        "--revise",
-        "use-tabs",
-        "--name",
-        "Use tabs",
-        "--description",
-        "changed",
-        "--body",
-        "New." + WHY,
-        "--yes",
-    )
+    r = hs(*revise_args("changed", "New."))
     assert r.exit_code == 10
     assert "blocked" in r.stderr and "rollback succeeded" in r.stderr
     assert (mem / "feedback_use-tabs.md").read_bytes() == note_before
@@ -318,20 +306,16 @@ def test_the_index_warning_comes_once_when_a_write_crosses_the_line(
 # ------------------------------------------------------------------ history
 
 
+def revise_args(description: str, body: str) -> list[str]:
+    """hs memory write --revise of the use-tabs note, accepted."""
+    return [
+        "memory", "write", "--revise", "use-tabs", "--name", "Use tabs",
+        "--description", description, "--body", body + WHY, "--yes",
+    ]  # fmt: skip
+
+
 def _revise(hs: HS, description: str, body: str) -> None:
-    r = hs(
-        "memory",
-        "write",
-        "--revise",
-        "use-tabs",
-        "--name",
-        "Use tabs",
-        "--description",
-        description,
-        "--body",
-        body + WHY,
-        "--yes",
-    )
+    r = hs(*revise_args(description, body))
     assert r.exit_code == 0, r.stderr
 
 
@@ -674,21 +658,7 @@ def test_follow_brings_a_clean_directory_along_and_never_overwrites_edits(
     scope = scope_for(None)
     old = memory.head(store, scope)
     v1 = files_of(d)
-    r = hs(
-        "memory",
-        "write",
-        "--revise",
-        "use-tabs",
-        "--name",
-        "Use tabs",
-        "--description",
-        "Tabs in Go",
-        "--body",
-        "Second." + WHY,
-        "--memory-dir",
-        str(d),
-        "--yes",
-    )
+    r = hs(*revise_args("Tabs in Go", "Second."), "--memory-dir", str(d))
     assert r.exit_code == 0, r.stderr
     new = memory.head(store, scope)
     v2 = files_of(d)

@@ -34,6 +34,10 @@ class Machine:
             "--description", f"about {slug}", "--body", text, "--yes", "--create", *extra,
         )  # fmt: skip
 
+    def revise(self, body: str, description: str = "about note") -> str:
+        return self.ok("memory", "write", "--revise", "note", "--name", "Note",
+                       "--description", description, "--body", body, "--yes")  # fmt: skip
+
     def files(self) -> dict[str, str]:
         return {p.name: p.read_text() for p in sorted(self.mem.iterdir())}
 
@@ -171,8 +175,7 @@ def test_an_excluded_notes_new_text_never_reaches_a_folder_with_an_old_copy(
     a.write("note", "Old text.")
     b.ok("pull", "a")
     a.ok("forget", T, "--exclude", "--confirm", T)
-    a.ok("memory", "write", "--revise", "note", "--name", "Note", "--description",
-         "about note", "--body", "NEW SECRET", "--yes")  # fmt: skip
+    a.revise("NEW SECRET")
     b.ok("pull", "a")
     assert "NEW SECRET" not in "".join(b.files().values())
     b.ok("memory", "snapshot")  # b's old copy is not recorded over the new text
@@ -208,8 +211,7 @@ def test_a_deleted_note_that_the_other_side_changed_keeps_its_index_line(
         "".join(ln for ln in index.splitlines(True) if "note" not in ln)
     )
     a.ok("memory", "snapshot")
-    b.ok("memory", "write", "--revise", "note", "--name", "Note", "--description",
-         "about note", "--body", "v2", "--yes")  # fmt: skip
+    b.revise("v2")
     b.ok("sync", "a")
     b.ok("memory", "snapshot")
     assert "every rule holds" in b.ok("memory", "check")
@@ -222,8 +224,7 @@ def test_a_snapshot_that_settles_a_conflict_says_so_and_records_it(
     a, b = two
     a.write("note", "v1")
     b.ok("pull", "a")
-    a.ok("memory", "write", "--revise", "note", "--name", "Note", "--description",
-         "about note", "--body", "v2 from a", "--yes")  # fmt: skip
+    a.revise("v2 from a")
     (b.mem / "user_note.md").write_text(b.files()["user_note.md"] + "edit\n")
     b.ok("pull", "a")
     r = b.hs("-C", str(b.store), "memory", "snapshot")
@@ -240,8 +241,7 @@ def test_a_folder_left_behind_by_a_push_catches_up_on_the_next_pull(
     a.ok("remote", "add", "b", str(b.store))
     a.write("note", "v1")
     b.ok("pull", "a")
-    b.ok("memory", "write", "--revise", "note", "--name", "Note", "--description",
-         "about note", "--body", "v2", "--yes")  # fmt: skip
+    b.revise("v2")
     b.ok("push", "a")
     r = a.hs("-C", str(a.store), "memory", "write", "--type", "user", "--slug", "x",
              "--name", "X", "--description", "x", "--body", "x", "--yes")  # fmt: skip
@@ -287,8 +287,7 @@ def test_a_conflict_records_both_versions(two: tuple[Machine, Machine]) -> None:
     a, b = two
     a.write("note", "v1")
     b.ok("pull", "a")
-    a.ok("memory", "write", "--revise", "note", "--name", "Note", "--description",
-         "about note", "--body", "v2 from a", "--yes")  # fmt: skip
+    a.revise("v2 from a")
     (b.mem / "user_note.md").write_text(b.files()["user_note.md"] + "edit\n")
     b.ok("pull", "a")
     b.ok("memory", "snapshot")
