@@ -14,10 +14,9 @@ from typing import Annotated, Any
 import typer
 
 from histstore.errors import BadInput, NotFound
-from histstore.objects import KINDS, canonical_json, hash_object
-from histstore.store import SessionRev
-
-from .common import command_line, emit, new_app, open_store
+from histstore.plumbing.common import command_line, emit, new_app, open_store
+from histstore.store.codec import KINDS, canonical_json, hash_object
+from histstore.store.store import SessionRev
 
 app = new_app("Low-level commands for scripts: JSON lines in, JSON lines out.")
 
@@ -121,7 +120,7 @@ def update_ref(
     ] = None,
 ) -> None:
     """Move one ref, with compare-and-swap, as one operation in the refs log."""
-    from histstore.refs import KIND_OF_NAMESPACE, RefChange, check_ref_name
+    from histstore.store.refs import KIND_OF_NAMESPACE, RefChange, check_ref_name
 
     store = open_store(ctx)
     check_ref_name(name)
@@ -151,7 +150,7 @@ def update_ref(
             extra={"kind": "update-ref"},
         )
         if name.startswith("overlay/"):
-            from histstore.overlay import write_views
+            from histstore.overlay.markers import write_views
 
             write_views(store)  # the views follow the overlay refs, whoever moves them
     emit({"ref": name, "old": current, "new": new_id, "op": op.op if op else None})
@@ -180,7 +179,7 @@ def fsck_cmd(
 ) -> None:
     """Re-hash every object, check every ref and refs-log entry; one JSON line per finding.
     Exit 7 when any finding is an error."""
-    from histstore.fsck import fsck  # reads every object: only this command needs it
+    from histstore.ops.fsck import fsck  # reads every object: only this command needs it
 
     store = open_store(ctx)
     findings = fsck(store, repair=repair)
@@ -198,7 +197,7 @@ def index_build(
     ] = False,
 ) -> None:
     """Build a new generation of the recall index and swap it in."""
-    from histstore.recall import RecallIndex
+    from histstore.recall.index import RecallIndex
 
     status = RecallIndex(open_store(ctx)).build(fts=False if no_fts else None)
     emit(status.as_json())
@@ -207,7 +206,7 @@ def index_build(
 @app.command("index-status")
 def index_status(ctx: typer.Context) -> None:
     """The current generation, the operation it is built to, stale or not, rows."""
-    from histstore.recall import RecallIndex
+    from histstore.recall.index import RecallIndex
 
     emit(RecallIndex(open_store(ctx)).status().as_json())
 
@@ -215,6 +214,6 @@ def index_status(ctx: typer.Context) -> None:
 @app.command("index-rollback")
 def index_rollback(ctx: typer.Context) -> None:
     """Serve the previous generation again (it catches up on the next write)."""
-    from histstore.recall import RecallIndex
+    from histstore.recall.index import RecallIndex
 
     emit(RecallIndex(open_store(ctx)).rollback().as_json())

@@ -17,9 +17,9 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from histstore.config import default_store_path
 from histstore.errors import Ambiguous, HistError
-from histstore.store import Store
+from histstore.store.config import default_store_path
+from histstore.store.store import Store
 
 
 def report_error(e: HistError) -> None:

@@ -19,8 +19,8 @@ from histstore.porcelain.render import size_text
 from histstore.porcelain.sync_cli import register as register_sync_commands
 
 if TYPE_CHECKING:
-    from histstore.fsck import Finding
-    from histstore.importing import ImportReport
+    from histstore.history.importing import ImportReport
+    from histstore.ops.fsck import Finding
 
 # Start-up is part of every command's cost (an agent hook runs `hs record` per
 # turn): modules only one command needs are imported inside that command.
@@ -51,7 +51,7 @@ def root(
 @app.command()
 def init(ctx: typer.Context) -> None:
     """Create a store (or say where the existing one is)."""
-    from histstore.store import Store
+    from histstore.store.store import Store
 
     path = store_path(ctx)
     store, created = Store.init(path)
@@ -107,7 +107,7 @@ def import_(
     json_out: JsonOpt = False,
 ) -> None:
     """Import agent sessions: Claude Code files and folders, or turn JSONL."""
-    from histstore.importing import import_paths
+    from histstore.history.importing import import_paths
 
     store = open_store(ctx)
     cmd = command_line(ctx, *(str(p) for p in paths))
@@ -128,7 +128,7 @@ def import_(
 @app.command()
 def record(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Record one turn given as a JSON object on stdin (for agent hooks)."""
-    from histstore.importing import record_turn
+    from histstore.history.importing import record_turn
 
     data = sys.stdin.read()
     if not data.strip():
@@ -200,10 +200,9 @@ def log(
     json_out: JsonOpt = False,
 ) -> None:
     """Turns, newest first, like `git log`."""
-    from histstore.history import load_turn, log_entries, parse_since
-    from histstore.overlay import Overlay
-
-    from . import render
+    from histstore.history.reading import load_turn, log_entries, parse_since
+    from histstore.overlay.markers import Overlay
+    from histstore.porcelain import render
 
     if n is not None and n < 0:
         raise BadInput(f"-n {n}: give a count of 0 or more")
@@ -281,10 +280,9 @@ def show(
     json_out: JsonOpt = False,
 ) -> None:
     """Show a turn (with --full every step), a session, or any object."""
-    from histstore.history import expand_turn, load_turn, raw_records, resolve
-    from histstore.overlay import Overlay
-
-    from . import render
+    from histstore.history.reading import expand_turn, load_turn, raw_records, resolve
+    from histstore.overlay.markers import Overlay
+    from histstore.porcelain import render
 
     store = open_store(ctx)
     r = resolve(store, ident)
@@ -403,8 +401,8 @@ def recall(
 ) -> None:
     """Find the turns that talked about something, best first."""
     from histstore.errors import Locked
-    from histstore.project import project_key
-    from histstore.recall import UNTRUSTED_LABEL, RecallIndex
+    from histstore.history.project import project_key
+    from histstore.recall.index import UNTRUSTED_LABEL, RecallIndex
 
     if everywhere and project is not None:
         raise BadInput("give --everywhere or --project, not both")
@@ -480,7 +478,7 @@ def _memory_hits(store: Any, terms: list[str], scope: str | None, everywhere: bo
     """Memory notes that hold the query's terms (only when memory was recorded)."""
     if not (store.root / "refs" / "memory").is_dir():
         return []
-    from histstore.memory import search_notes
+    from histstore.memory.core import search_notes
 
     return search_notes(store, terms, scope, everywhere=everywhere)
 
@@ -552,8 +550,8 @@ def forget(
     json_out: JsonOpt = False,
 ) -> None:
     """Hide a session or a turn from recall (a tombstone) or also from export."""
-    from histstore.forgetting import forget as do_forget
-    from histstore.forgetting import forgotten, resolve_target
+    from histstore.ops.forget import forget as do_forget
+    from histstore.ops.forget import forgotten, resolve_target
 
     store = open_store(ctx)
     if list_:
@@ -597,7 +595,7 @@ def forget(
 @app.command()
 def forgotten(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Every tombstone and exclusion: when, why, and what it hides."""
-    from histstore.forgetting import forgotten as list_forgotten
+    from histstore.ops.forget import forgotten as list_forgotten
 
     _print_forgotten_list(list_forgotten(open_store(ctx)), json_out)
 
@@ -612,8 +610,8 @@ def unforget(
     json_out: JsonOpt = False,
 ) -> None:
     """Bring a forgotten session or turn back (its marker history stays)."""
-    from histstore.forgetting import resolve_target
-    from histstore.forgetting import unforget as do_unforget
+    from histstore.ops.forget import resolve_target
+    from histstore.ops.forget import unforget as do_unforget
 
     store = open_store(ctx)
     t = resolve_target(store, target, confirm=confirm)
@@ -642,9 +640,9 @@ def export(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to FILE.")] = None,
 ) -> None:
     """Turns out of the store (excluded ones never): turn JSONL or markdown."""
-    from histstore.export import FORMATS, exported_turns, jsonl_line, markdown
-    from histstore.fsutil import atomic_write
-    from histstore.history import parse_since
+    from histstore.history.reading import parse_since
+    from histstore.overlay.export import FORMATS, exported_turns, jsonl_line, markdown
+    from histstore.store.fsutil import atomic_write
 
     if fmt not in FORMATS:
         raise BadInput(f"unknown export format {fmt!r}", hint="use jsonl or markdown")
@@ -696,7 +694,7 @@ def undo(
     json_out: JsonOpt = False,
 ) -> None:
     """Revert an operation as a new one (so an undo can be undone)."""
-    from histstore.undo import undo as do_undo
+    from histstore.ops.undo import undo as do_undo
 
     store = open_store(ctx)
     new = do_undo(store, op, command=command_line(ctx))
@@ -711,8 +709,8 @@ def undo(
 @app.command()
 def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Where the store is, what it holds, and its size."""
-    from histstore.objectstore import DiskObjectStore
-    from histstore.project import project_key
+    from histstore.history.project import project_key
+    from histstore.store.objectstore import DiskObjectStore
 
     store = open_store(ctx)
     sessions = list(store.sessions())
@@ -768,7 +766,7 @@ def fsck(
     ] = False,
 ) -> None:
     """Check the store: every object re-hashed, every ref and log entry checked."""
-    from histstore.fsck import fsck as run_fsck
+    from histstore.ops.fsck import fsck as run_fsck
 
     store = open_store(ctx)
     findings = run_fsck(store, repair=repair)

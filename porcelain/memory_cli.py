@@ -13,8 +13,8 @@ from histstore.errors import BadInput, Conflict, NotFound
 from histstore.plumbing.common import command_line, new_app, open_store
 
 if TYPE_CHECKING:
-    from histstore.memory import MemoryDir, Scope, WritePlan
-    from histstore.store import Store
+    from histstore.memory.core import MemoryDir, Scope, WritePlan
+    from histstore.store.store import Store
 
 app = new_app("Memory files with history: checked writes, revisions, diff, restore.")
 
@@ -42,8 +42,8 @@ class Unconfirmed(BadInput):
 
 
 def _scope(project: str | None) -> Scope:
-    from histstore.memory import scope_for
-    from histstore.project import project_key
+    from histstore.history.project import project_key
+    from histstore.memory.core import scope_for
 
     if project is None:
         return scope_for(None)
@@ -55,7 +55,7 @@ def _scope(project: str | None) -> Scope:
 
 
 def _dir(store: Store, project: str | None, memory_dir: Path | None) -> MemoryDir:
-    from histstore.memory import memory_dir as resolve
+    from histstore.memory.core import memory_dir as resolve
 
     return resolve(store, _scope(project), memory_dir)
 
@@ -76,7 +76,7 @@ def check(
     json_out: JsonOpt = False,
 ) -> None:
     """Check a memory directory against every rule; list each violation (exit 1 if any)."""
-    from histstore import memrules
+    from histstore.memory import rules as memrules
 
     store = open_store(ctx)
     mdir = _dir(store, project, memory_dir)
@@ -139,7 +139,7 @@ def _accept(plan: WritePlan, yes: bool, json_out: bool) -> None:
 
 
 def _write(ctx: typer.Context, store: Store, plan: WritePlan, yes: bool, json_out: bool) -> None:
-    from histstore.memory import apply_write
+    from histstore.memory.core import apply_write
 
     if plan.duplicates and plan.revise is None and not plan.create and plan.kind == "write":
         _print_duplicates(plan)
@@ -192,8 +192,8 @@ def write(
     json_out: JsonOpt = False,
 ) -> None:
     """Write one memory note and its index line, after a preview; checked, then recorded."""
-    from histstore import memrules
-    from histstore.memory import draft_fields, plan_write
+    from histstore.memory import rules as memrules
+    from histstore.memory.core import draft_fields, plan_write
 
     if revise is not None and create:
         raise BadInput("--revise and --create exclude each other", hint="choose one")
@@ -235,7 +235,7 @@ def write(
 
 def _read_draft(path: Path) -> str:
 
-    from histstore.memory import read_regular
+    from histstore.memory.core import read_regular
 
     if path.is_dir():
         raise BadInput(f"--from {path} is a directory", hint="give a draft note file")
@@ -264,7 +264,7 @@ def restore(
     json_out: JsonOpt = False,
 ) -> None:
     """Put a note back as it was at a revision (a new revision; the old ones stay)."""
-    from histstore.memory import plan_restore, split_name_rev
+    from histstore.memory.core import plan_restore, split_name_rev
 
     name, rev = split_name_rev(target)
     if rev is None:
@@ -292,8 +292,8 @@ def snapshot(
     """Record the memory directories as they are now (edits agents made on their own)."""
     import os
 
-    from histstore.memory import configured_dirs, scope_for, snapshot
-    from histstore.memory import memory_dir as resolve
+    from histstore.memory.core import configured_dirs, scope_for, snapshot
+    from histstore.memory.core import memory_dir as resolve
 
     store = open_store(ctx)
     cmd = command_line(ctx)
@@ -338,7 +338,7 @@ def log_(
     json_out: JsonOpt = False,
 ) -> None:
     """Revisions newest first, with what each changed."""
-    from histstore.memory import log
+    from histstore.memory.core import log
 
     store = open_store(ctx)
     scope = _scope(project)
@@ -365,8 +365,8 @@ def log_(
 
 
 def _hidden(store: Store) -> Any:
-    from histstore.memory import target_id
-    from histstore.overlay import Overlay
+    from histstore.memory.core import target_id
+    from histstore.overlay.markers import Overlay
 
     overlay = Overlay.read(store)
 
@@ -384,7 +384,7 @@ def _hidden(store: Store) -> Any:
 
 def _refuse_excluded(store: Store, scope: Scope, name: str) -> None:
     """An excluded note's text is never handed out (hs unforget lifts it)."""
-    from histstore.memory import find_file, head, load_revision, load_tree, target_id
+    from histstore.memory.core import find_file, head, load_revision, load_tree, target_id
 
     tip = head(store, scope)
     if tip is None:
@@ -408,8 +408,8 @@ def show(
     json_out: JsonOpt = False,
 ) -> None:
     """Print a note as it is in the newest revision, or at REV (an id prefix or ~N)."""
-    from histstore import memrules
-    from histstore.memory import drop_index_lines, note_at, split_name_rev, target_id
+    from histstore.memory import rules as memrules
+    from histstore.memory.core import drop_index_lines, note_at, split_name_rev, target_id
 
     store = open_store(ctx)
     scope = _scope(project)
@@ -447,7 +447,7 @@ def diff(
     project: ProjectOpt = None,
 ) -> None:
     """A unified diff between revisions (coloured on a terminal)."""
-    from histstore.memory import diff as do_diff
+    from histstore.memory.core import diff as do_diff
 
     store = open_store(ctx)
     scope = _scope(project)
@@ -485,7 +485,7 @@ def _looks_like_rev(text: str) -> bool:
 
 
 def _names_a_note(store: Store, scope: Scope, text: str) -> bool:
-    from histstore.memory import find_file, head, load_revision, load_tree
+    from histstore.memory.core import find_file, head, load_revision, load_tree
 
     tip = head(store, scope)
     if tip is None:
@@ -524,8 +524,8 @@ def prompt(
     json_out: JsonOpt = False,
 ) -> None:
     """What a session on MODEL gets: identity, matching model notes, both indexes."""
-    from histstore.memory import memory_dir
-    from histstore.memory import prompt as build
+    from histstore.memory.core import memory_dir
+    from histstore.memory.core import prompt as build
 
     store = open_store(ctx)
     # --memory-dir and $MEMORY_DIR name the scope the command is about: the
@@ -570,9 +570,9 @@ def scan(
     """Propose memories from what people said in recorded turns (nothing is written)."""
     import os
 
-    from histstore import memrules
-    from histstore.fsutil import atomic_write
-    from histstore.memscan import scan as do_scan
+    from histstore.memory import rules as memrules
+    from histstore.memory.scan import scan as do_scan
+    from histstore.store.fsutil import atomic_write
 
     store = open_store(ctx)
     proposals = do_scan(store, sessions or None)
@@ -620,8 +620,8 @@ def dir_(
     json_out: JsonOpt = False,
 ) -> None:
     """Show or set the memory directory of a scope (kept in config.toml)."""
-    from histstore.config import read_config, write_config
-    from histstore.memory import configured_dirs, memory_dir, scope_for
+    from histstore.memory.core import configured_dirs, memory_dir, scope_for
+    from histstore.store.config import read_config, write_config
 
     store = open_store(ctx)
     scope = _scope(project)

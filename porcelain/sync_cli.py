@@ -15,9 +15,9 @@ from histstore.plumbing.common import command_line, new_app, open_store
 from histstore.porcelain.render import size_text
 
 if TYPE_CHECKING:
-    from histstore.refs import RefChange
-    from histstore.store import Store
-    from histstore.sync import SyncReport
+    from histstore.store.refs import RefChange
+    from histstore.store.store import Store
+    from histstore.sync.core import SyncReport
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object.")]
 DryRunOpt = Annotated[
@@ -136,13 +136,7 @@ def _run(
     json_out: bool,
     init: bool = False,
 ) -> None:
-    from histstore.sync import (
-        check_empty_folder,
-        connect,
-        get_remote,
-        preview_fresh,
-        sync,
-    )
+    from histstore.sync.core import check_empty_folder, connect, get_remote, preview_fresh, sync
 
     store = open_store(ctx)
     remote = get_remote(store, name)
@@ -202,7 +196,7 @@ def _follow_memory(store: Store, rep: SyncReport) -> list[str]:
     (histstore.memory.follow; never over an edit not recorded). The sync itself
     stands whatever happens here."""
     from histstore.errors import HistError
-    from histstore.memory import Scope, behind, follow, load_revision
+    from histstore.memory.core import Scope, behind, follow, load_revision
 
     out = []
     moved = set()
@@ -261,7 +255,7 @@ def sync_cmd(
 
 
 def _remote_info(store: Store, remote: Any) -> dict[str, Any]:
-    from histstore.sync import TRACKING
+    from histstore.sync.core import TRACKING
 
     out: dict[str, Any] = remote.as_json()
     out["store"] = (remote.path / "config.toml").exists()
@@ -283,7 +277,7 @@ def register(app: typer.Typer) -> None:
         """Remember another store folder under a name (it may not exist yet)."""
         from pathlib import Path
 
-        from histstore.sync import add_remote
+        from histstore.sync.core import add_remote
 
         store = open_store(ctx)
         remote = add_remote(store, name, Path(path))
@@ -298,7 +292,7 @@ def register(app: typer.Typer) -> None:
     @remote_app.command("list")
     def remote_list(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         """The remotes: name, path, and whether a store is there."""
-        from histstore.sync import remote_entries
+        from histstore.sync.core import remote_entries
 
         store = open_store(ctx)
         found, bad = remote_entries(store)
@@ -323,7 +317,7 @@ def register(app: typer.Typer) -> None:
     @remote_app.command("remove")
     def remote_remove(ctx: typer.Context, name: NameArg, json_out: JsonOpt = False) -> None:
         """Forget a remote and its remote-tracking refs (the remote store is untouched)."""
-        from histstore.sync import remove_remote
+        from histstore.sync.core import remove_remote
 
         store = open_store(ctx)
         remote, op = remove_remote(store, name, command_line(ctx, name))

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from helpers import HS, write_turns
 
-from histstore.store import Store
+from histstore.store.store import Store
 
 
 @pytest.fixture(autouse=True)

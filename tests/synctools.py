@@ -7,12 +7,12 @@ from typing import Any
 
 from helpers import turn_record, write_turns
 
-from histstore.importing import import_paths
-from histstore.objects import canonical_json
-from histstore.overlay import Overlay, view_lines
-from histstore.refs import RefChange
-from histstore.store import Store
-from histstore.sync import synced_refs
+from histstore.history.importing import import_paths
+from histstore.overlay.markers import Overlay, view_lines
+from histstore.store.codec import canonical_json
+from histstore.store.refs import RefChange
+from histstore.store.store import Store
+from histstore.sync.core import synced_refs
 
 
 def add_turns(store: Store, tmp: Path, numbers: list[int], **over: Any) -> None:
@@ -68,7 +68,7 @@ def memory_files(store: Store, scope: str) -> dict[str, bytes]:
 
 def reachable(store: Store) -> set[str]:
     """Every object the synced refs reach."""
-    from histstore.sync import children
+    from histstore.sync.core import children
 
     seen: set[str] = set()
     todo = list(synced_refs(store).values())

@@ -9,7 +9,7 @@ from pathlib import Path
 import tomli_w
 from helpers import HS, turn_record
 
-from histstore.config import read_config
+from histstore.store.config import read_config
 
 
 def test_init_creates_store_and_is_idempotent(hs: HS, store_path: Path) -> None:

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import typer
 
-from histstore.objects import hash_object
 from histstore.porcelain.cli import app
-from histstore.redact import KINDS
+from histstore.store.codec import hash_object
+from histstore.store.redact import KINDS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

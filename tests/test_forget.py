@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from helpers import HS, turn_record, write_turns
 
-from histstore.forgetting import forget, resolve_target
-from histstore.overlay import Overlay, load_marker
-from histstore.recall import RecallIndex
-from histstore.store import Store
+from histstore.ops.forget import forget, resolve_target
+from histstore.overlay.markers import Overlay, load_marker
+from histstore.recall.index import RecallIndex
+from histstore.store.store import Store
 
 SID_A = "sess-aaaa-1111"
 SID_B = "sess-bbbb-2222"
@@ -371,7 +371,7 @@ FORGETTER = r"""
 import sys
 from pathlib import Path
 from histstore.store import Store
-from histstore.forgetting import forget, resolve_target
+from histstore.ops.forget import forget, resolve_target
 s = Store.open(Path(sys.argv[1]))
 t = resolve_target(s, sys.argv[2])
 forget(s, t, confirm=t.id, command="hs forget " + t.id)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from helpers import HS, turn_record
 
-from histstore.fsck import fsck
-from histstore.store import Store
+from histstore.ops.fsck import fsck
+from histstore.store.store import Store
 
 
 def setup(hs: HS) -> None:

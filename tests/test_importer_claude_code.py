@@ -6,8 +6,8 @@ import json
 import pathlib
 from typing import Any
 
-from histstore.importers import Problem, SessionMeta
-from histstore.importers.claude_code import find_files, is_claude_code_line, parse_file
+from histstore.history.importers import Problem, SessionMeta
+from histstore.history.importers.claude_code import find_files, is_claude_code_line, parse_file
 
 SID = "11111111-2222-3333-4444-555555555555"
 CWD = "/home/dev/proj"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from helpers import turn_record, write_turns
 
-from histstore.history import load_turn, log_entries
-from histstore.importing import import_paths, record_turn
-from histstore.store import Store
+from histstore.history.importing import import_paths, record_turn
+from histstore.history.reading import load_turn, log_entries
+from histstore.store.store import Store
 
 
 def claude_line(**kw: object) -> str:
@@ -208,7 +208,7 @@ def test_claude_code_import_with_bad_line(store: Store, tmp_path: Path) -> None:
 
 
 def test_project_scoping_uses_the_git_top_level_when_local(store: Store, tmp_path: Path) -> None:
-    from histstore.project import project_key
+    from histstore.history.project import project_key
 
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
@@ -263,7 +263,7 @@ def interleaved(n: int, sessions: int = 5) -> list[dict[str, object]]:
 def test_long_import_flushes_staged_revisions_with_the_same_result(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from histstore.importing import Importer
+    from histstore.history.importing import Importer
 
     path = write_turns(tmp_path / "t.jsonl", interleaved(300))
     reference, _ = Store.init(tmp_path / "reference")
@@ -294,7 +294,7 @@ def test_a_session_moved_during_an_import_keeps_both(
 ) -> None:
     """Another writer records into a session after this import read its ref: the
     commit merges onto the current revision (staged and pending turns alike)."""
-    from histstore.importing import Importer
+    from histstore.history.importing import Importer
 
     monkeypatch.setattr(Importer, "FLUSH_TURNS", 10)
     record_turn(store, json.dumps(turn_record(9000, session_id="s0")))
@@ -312,6 +312,6 @@ def test_a_session_moved_during_an_import_keeps_both(
 
 
 def normalize(rec: dict[str, object]) -> dict[str, object]:
-    from histstore.turn import normalize_turn
+    from histstore.history.turn import normalize_turn
 
     return normalize_turn(rec)

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from helpers import HS
 
-from histstore import memory
-from histstore.memory import scope_for, target_id
-from histstore.store import Store
+from histstore.memory import core as memory
+from histstore.memory.core import scope_for, target_id
+from histstore.store.store import Store
 
 WHY = "\n\n**Why:** gofmt formats it so.\n\n**How to apply:** indent Go with tabs."
 
@@ -254,7 +254,7 @@ def test_a_failure_after_the_first_write_restores_every_file(
 def test_a_check_failing_after_the_write_blocks_it_and_names_the_rule(
     hs: HS, mem: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from histstore import memrules
+    from histstore.memory import rules as memrules
 
     real = memrules.parse_note
 
@@ -286,7 +286,7 @@ def _checker(parse: Any) -> Any:
 def test_the_index_warning_comes_once_when_a_write_crosses_the_line(
     hs: HS, mem: Path, store: Store
 ) -> None:
-    from histstore.config import write_config
+    from histstore.store.config import write_config
 
     store.config.setdefault("memory", {})["index_warn_tokens"] = 20
     write_config(store.root, store.config)
@@ -724,7 +724,7 @@ def test_memory_dir_from_the_environment_names_only_the_scope_asked_for(
 def test_a_bad_index_warn_setting_is_refused_before_anything_is_written(
     hs: HS, mem: Path, store: Store
 ) -> None:
-    from histstore.config import write_config
+    from histstore.store.config import write_config
 
     store.config.setdefault("memory", {})["index_warn_tokens"] = "lots"
     write_config(store.root, store.config)
@@ -891,7 +891,7 @@ def test_a_write_changes_one_index_line_whatever_the_line_endings(hs: HS, mem: P
 
 
 def test_cloud_model_ids_match_by_their_bare_name() -> None:
-    from histstore.memrules import bare_model_name, model_matches
+    from histstore.memory.rules import bare_model_name, model_matches
 
     assert bare_model_name("us.anthropic.claude-sonnet-4-5-20250929-v1:0") == "claude-sonnet-4-5"
     assert bare_model_name("claude-opus-4-1@20250805") == "claude-opus-4-1"

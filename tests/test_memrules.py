@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from histstore import memrules as mr
 from histstore.errors import BadInput, NotFound
-from histstore.memrules import Violation
+from histstore.memory import rules as mr
+from histstore.memory.rules import Violation
 
 WHY_HOW = "Indent Go with tabs.\n\n**Why:** gofmt insists.\n**How to apply:** every .go edit."
 
@@ -801,7 +801,7 @@ def test_every_message_is_one_line(tmp_path: Path) -> None:
 
 
 def test_merge_index_keeps_entries_added_on_both_sides_and_names_a_clash() -> None:
-    from histstore.memrules import merge_index
+    from histstore.memory.rules import merge_index
 
     base = b"# Memory\n- [A](user_a.md) \xe2\x80\x94 a\n"
     won = base + b"- [B](user_b.md) \xe2\x80\x94 b\n"

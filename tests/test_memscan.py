@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from helpers import turn_record
 
-from histstore import memrules
 from histstore.errors import NotFound
-from histstore.forgetting import forget, resolve_target
-from histstore.importing import import_paths
-from histstore.memscan import Proposal, keep_verified, scan, scan_turns
-from histstore.store import Store
+from histstore.history.importing import import_paths
+from histstore.memory import rules as memrules
+from histstore.memory.scan import Proposal, keep_verified, scan, scan_turns
+from histstore.ops.forget import forget, resolve_target
+from histstore.store.store import Store
 
 
 def turn(n: int, asked: str, **over: Any) -> dict[str, Any]:

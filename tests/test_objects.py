@@ -6,7 +6,7 @@ import blake3
 import pytest
 
 from histstore.errors import BadInput, CorruptObject
-from histstore.objects import Codec, canonical_json, hash_object
+from histstore.store.codec import Codec, canonical_json, hash_object
 
 # blake3(b"blob 3\0abc") -- the worked example in docs/format.md
 GOLDEN_BLOB_ABC = "569f3e98d8d876887c13c900627f86bc06b99b847e263b11ae7eaba03a74b75f"

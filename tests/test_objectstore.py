@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from histstore.errors import Ambiguous, BadInput, CorruptObject, NotFound
-from histstore.objects import hash_object
-from histstore.objectstore import DiskObjectStore, MemoryObjectStore, ObjectStore
+from histstore.store.codec import hash_object
+from histstore.store.objectstore import DiskObjectStore, MemoryObjectStore, ObjectStore
 
 
 @pytest.fixture(params=["disk", "memory"])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from helpers import HS, turn_record
 
-from histstore.objects import hash_object
+from histstore.store.codec import hash_object
 
 
 def test_hash_object_without_and_with_write(hs: HS, tmp_path: Path) -> None:

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from helpers import HS, turn_record, write_turns
 
-from histstore.importing import import_paths
-from histstore.recall import UNTRUSTED_LABEL, Query, RecallIndex, excerpt
-from histstore.store import Store
+from histstore.history.importing import import_paths
+from histstore.recall.index import UNTRUSTED_LABEL, Query, RecallIndex, excerpt
+from histstore.store.store import Store
 
 
 def ago(days: float) -> str:
@@ -344,7 +344,7 @@ def test_recall_catches_up_an_index_left_behind(hs: HS, store_path: Path) -> Non
 def test_common_terms_are_bounded_but_never_lose_scoped_matches(
     filled: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import histstore.recall as recall
+    import histstore.recall.index as recall
 
     index = RecallIndex(filled)
     # every term counts as common: the newest matches come, unranked
@@ -368,7 +368,7 @@ def test_contractions_are_function_words() -> None:
 
 
 def test_tokens_fold_case_and_accents_like_fts5(store: Store, tmp_path: Path) -> None:
-    from histstore.recall import tokens
+    from histstore.recall.index import tokens
 
     assert tokens("Café ÜBER login_user") == ["cafe", "uber", "login", "user"]
     import_paths(
@@ -419,7 +419,7 @@ def test_a_long_lived_index_object_follows_swaps(filled: Store) -> None:
 def test_a_big_catch_up_builds_a_generation_instead(
     filled: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import histstore.recall as recall
+    import histstore.recall.index as recall
 
     index = RecallIndex(filled)
     before = index.status().generation
@@ -430,7 +430,7 @@ def test_a_big_catch_up_builds_a_generation_instead(
     assert status.generation != before and status.stale is False
     assert sorted(ids(index.search("wombat", k=10))) == ["turn-0050", "turn-0051", "turn-0052"]
     # a forget far behind swaps in a whole new generation too
-    from histstore.forgetting import forget, resolve_target
+    from histstore.ops.forget import forget, resolve_target
 
     recs = [turn_record(60 + i, session_id=f"more-{i}", asked="more wombat") for i in range(3)]
     import_paths(filled, [write_turns(tmp_path / "more.jsonl", recs)])

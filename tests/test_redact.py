@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from histstore import redact
 from histstore.errors import BadInput
-from histstore.redact import DEFAULT, KINDS, Redactor, marker
+from histstore.store import redact
+from histstore.store.redact import DEFAULT, KINDS, Redactor, marker
 
 # Fake secrets, assembled from pieces so no secret scanner mistakes this file for a
 # leak. Each case: (kind, text to plant, the distinctive part that must disappear,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from histstore.errors import BadInput, Conflict
-from histstore.objects import hash_object
-from histstore.refs import RefChange, RefStore, check_component, check_ref_name, one_line
+from histstore.store.codec import hash_object
+from histstore.store.refs import RefChange, RefStore, check_component, check_ref_name, one_line
 
 A = hash_object("blob", b"a")
 B = hash_object("blob", b"b")

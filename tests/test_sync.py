@@ -20,13 +20,13 @@ from synctools import (
     write_memory,
 )
 
-from histstore.forgetting import forget, resolve_target, unforget
-from histstore.fsck import fsck
-from histstore.objects import canonical_json, hash_object
-from histstore.overlay import Overlay
-from histstore.recall import RecallIndex
-from histstore.store import SessionRev, Store, TurnEntry
-from histstore.sync import (
+from histstore.ops.forget import forget, resolve_target, unforget
+from histstore.ops.fsck import fsck
+from histstore.overlay.markers import Overlay
+from histstore.recall.index import RecallIndex
+from histstore.store.codec import canonical_json, hash_object
+from histstore.store.store import SessionRev, Store, TurnEntry
+from histstore.sync.core import (
     Objects,
     merge_markers,
     merge_memory,
@@ -347,7 +347,7 @@ def test_a_sync_moves_only_what_is_new(two: tuple[Store, Store], tmp_path: Path)
         steps=[{"type": "tool", "id": "t", "name": "Read", "input": {}, "output": "y" * 2000}],
     )
     add = write_turns(tmp_path / "big.jsonl", [big])
-    from histstore.importing import import_paths
+    from histstore.history.importing import import_paths
 
     import_paths(a, [add])
     rep = sync(a, b, "b")
@@ -402,7 +402,7 @@ def _rev(sid: str, turns: list[TurnEntry], parent: str | None = None) -> dict[st
 
 
 def test_session_merge_is_one_object_whichever_side_makes_it() -> None:
-    from histstore.objectstore import MemoryObjectStore
+    from histstore.store.objectstore import MemoryObjectStore
 
     store = MemoryObjectStore()
     objs = Objects(store)
@@ -485,7 +485,7 @@ def test_an_exclusion_is_never_weakened_by_a_change_that_had_not_seen_it(
     for s in (a, b):
         for tid in ("turn-0001", "turn-0002"):
             assert Overlay.read(s).excludes("s", tid) is not None, (s.root, tid)
-        from histstore.export import exported_turns
+        from histstore.overlay.export import exported_turns
 
         assert {t["turn_id"] for _, t in exported_turns(s)} == {"turn-0003"}
     # an unforget made after the merge has seen it: it holds everywhere
@@ -539,7 +539,7 @@ def test_memory_changed_on_both_sides_merges_per_file(
 
 
 def test_memory_deletion_loses_to_a_modification() -> None:
-    from histstore.objectstore import MemoryObjectStore
+    from histstore.store.objectstore import MemoryObjectStore
 
     store = MemoryObjectStore()
     objs = Objects(store)
@@ -570,7 +570,7 @@ def test_memory_deletion_loses_to_a_modification() -> None:
 
 
 def _note(slug: str, description: str) -> bytes:
-    from histstore.memrules import render_note
+    from histstore.memory.rules import render_note
 
     return render_note("user", slug.title(), description, f"About {slug}.").encode()
 
@@ -585,7 +585,7 @@ def test_notes_added_on_two_machines_keep_both_index_lines(
     """MEMORY.md merges by entry: two machines adding different notes from a
     common base do not conflict, and the merged index names both (so the
     merged directory passes the memory rules)."""
-    from histstore.memrules import check_dir
+    from histstore.memory.rules import check_dir
 
     a, b = two
     base = {"MEMORY.md": ("# Memory\n" + _entry("tabs", "tabs")).encode()}
@@ -616,7 +616,7 @@ def test_notes_added_on_two_machines_keep_both_index_lines(
 
 
 def test_an_index_entry_changed_differently_on_both_sides_is_the_only_conflict() -> None:
-    from histstore.objectstore import MemoryObjectStore
+    from histstore.store.objectstore import MemoryObjectStore
 
     store = MemoryObjectStore()
 
@@ -899,7 +899,7 @@ def test_the_progress_bar_shows_only_for_long_transfers(
 
 
 def test_a_fast_forward_reads_a_revision_or_two_however_long_the_history() -> None:
-    from histstore.objectstore import MemoryObjectStore
+    from histstore.store.objectstore import MemoryObjectStore
 
     store = MemoryObjectStore()
     revs: list[str] = []
@@ -931,8 +931,8 @@ def test_a_walk_keeps_at_most_its_budget_of_payloads(
     payloads: a counting source logs every read and every emit, and the bytes
     read but not yet emitted never exceed the walk's budget (an object with
     children past the budget is read again when it is emitted)."""
-    import histstore.sync as sync_mod
-    from histstore.objectstore import MemoryObjectStore
+    import histstore.sync.core as sync_mod
+    from histstore.store.objectstore import MemoryObjectStore
 
     store = MemoryObjectStore()
     turns: list[TurnEntry] = []

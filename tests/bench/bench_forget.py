@@ -50,15 +50,15 @@ from typing import Any
 import benchutil as bu
 import pytest
 
-from histstore import forgetting as forgetting_mod
-from histstore import recall as recall_mod
-from histstore import refs as refs_mod
-from histstore.forgetting import Target, forget, resolve_target, unforget
-from histstore.importing import import_paths
-from histstore.overlay import Overlay
-from histstore.recall import RecallIndex
-from histstore.store import Store
-from histstore.undo import find_operation
+from histstore.history.importing import import_paths
+from histstore.ops import forget as forgetting_mod
+from histstore.ops.forget import Target, forget, resolve_target, unforget
+from histstore.ops.undo import find_operation
+from histstore.overlay.markers import Overlay
+from histstore.recall import index as recall_mod
+from histstore.recall.index import RecallIndex
+from histstore.store import refs as refs_mod
+from histstore.store.store import Store
 
 MB = 1e6
 ROUNDS = int(os.environ.get("HS_BENCH_FORGET_ROUNDS", "5"))
@@ -287,7 +287,7 @@ PHASES = """
 import json, sys, time
 t0 = time.perf_counter()
 from histstore.store import Store
-from histstore.forgetting import forget, resolve_target, unforget
+from histstore.ops.forget import forget, resolve_target, unforget
 import histstore.porcelain.cli  # noqa: F401  (what `hs` imports before it runs)
 t1 = time.perf_counter()
 store = Store.open(__import__("pathlib").Path(sys.argv[1]))

@@ -24,9 +24,9 @@ import blake3
 import pytest
 import zstandard
 
-from histstore.importing import ImportReport, import_paths
-from histstore.objects import canonical_json
-from histstore.store import Store
+from histstore.history.importing import ImportReport, import_paths
+from histstore.store.codec import canonical_json
+from histstore.store.store import Store
 
 MB = 1e6
 

@@ -58,11 +58,11 @@ from typing import Any
 import benchutil as bu
 import pytest
 
-from histstore import recall as recall_mod
-from histstore.importing import import_paths
-from histstore.project import project_key
-from histstore.recall import Query, RecallIndex, proj_token
-from histstore.store import Store
+from histstore.history.importing import import_paths
+from histstore.history.project import project_key
+from histstore.recall import index as recall_mod
+from histstore.recall.index import Query, RecallIndex, proj_token
+from histstore.store.store import Store
 
 MB = 1e6
 GB = 1024**3

@@ -32,9 +32,9 @@ from typing import Any
 import benchutil as bu
 import pytest
 
-from histstore.importing import import_paths
-from histstore.store import Store
-from histstore.sync import add_remote, sync
+from histstore.history.importing import import_paths
+from histstore.store.store import Store
+from histstore.sync.core import add_remote, sync
 
 ROUNDS = int(os.environ.get("HS_BENCH_SYNC_ROUNDS", "5"))
 TARGET_S = 1.0

@@ -63,7 +63,7 @@ def fresh_store(tmp_path: Path) -> Iterator[Callable[[], Any]]:
     """A factory of new empty stores, one per benchmark round. Making a new one
     deletes the previous (its figures are taken inside the round); all are closed
     and deleted after the benchmark."""
-    from histstore.store import Store
+    from histstore.store.store import Store
 
     made: list[tuple[Any, Path]] = []
 

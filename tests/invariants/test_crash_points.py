@@ -10,17 +10,19 @@ from pathlib import Path
 import pytest
 from helpers import turn_record, write_turns
 
-from histstore.fsck import fsck
-from histstore.importing import import_paths
-from histstore.store import Store
+from histstore.history.importing import import_paths
+from histstore.ops.fsck import fsck
+from histstore.store.store import Store
 
 # The child imports a file, dying at the chosen point as a kill would.
 CHILD = r"""
 import os, sys
 from pathlib import Path
-from histstore import fsutil, objectstore, refs
+from histstore.store import fsutil
+from histstore.store import objectstore
+from histstore.store import refs
 from histstore.store import Store
-from histstore.importing import import_paths
+from histstore.history.importing import import_paths
 
 point = sys.argv[3]
 

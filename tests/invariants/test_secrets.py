@@ -8,8 +8,8 @@ from pathlib import Path
 import tomli_w
 from helpers import HS, turn_record
 
-from histstore.config import read_config
-from histstore.store import Store
+from histstore.store.config import read_config
+from histstore.store.store import Store
 
 PRIVATE_KEY = (
     "-----BEGIN RSA PRIVATE KEY-----\n"

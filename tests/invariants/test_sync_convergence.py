@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 from synctools import ops_count, state, write_memory
 
 from histstore.errors import NotFound
-from histstore.forgetting import forget, resolve_target, unforget
-from histstore.fsck import fsck
-from histstore.importing import import_paths
-from histstore.store import Store
-from histstore.sync import sync
+from histstore.history.importing import import_paths
+from histstore.ops.forget import forget, resolve_target, unforget
+from histstore.ops.fsck import fsck
+from histstore.store.store import Store
+from histstore.sync.core import sync
 
 SESSIONS = ["s0", "s1"]
 SCOPES = ["system", "p-00000000000000aa"]

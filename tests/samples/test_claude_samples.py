@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from histstore.importers import Problem, SessionMeta
-from histstore.importers.claude_code import find_files, is_claude_code_line, parse_file
+from histstore.history.importers import Problem, SessionMeta
+from histstore.history.importers.claude_code import find_files, is_claude_code_line, parse_file
 
 SAMPLES = (pathlib.Path(__file__).resolve().parents[2] / ".." / "shared" / "samples").resolve()
 CLAUDE = SAMPLES / "claude-code"
@@ -165,10 +165,10 @@ def test_import_every_sample_into_a_store(tmp_path: pathlib.Path) -> None:
     """End to end: every sample file imports into one store that fsck passes,
     holding as many turns as the parser finds, at most half the raw size; a
     second import adds nothing."""
-    from histstore.fsck import fsck
-    from histstore.importing import import_paths
-    from histstore.objectstore import DiskObjectStore
-    from histstore.store import Store
+    from histstore.history.importing import import_paths
+    from histstore.ops.fsck import fsck
+    from histstore.store.objectstore import DiskObjectStore
+    from histstore.store.store import Store
 
     root = SAMPLES / "claude-code"
     store, _ = Store.init(tmp_path / "store")

@@ -22,9 +22,9 @@ from typing import BinaryIO
 
 import blake3
 
-from .errors import Ambiguous, BadInput, CorruptObject, NotFound
-from .fsutil import atomic_write
-from .objects import Codec, check_id, hash_object, is_id_prefix
+from histstore.errors import Ambiguous, BadInput, CorruptObject, NotFound
+from histstore.store.codec import Codec, check_id, hash_object, is_id_prefix
+from histstore.store.fsutil import atomic_write
 
 PACK_MAGIC = b"HSPACK\x00\x01"
 IDX_MAGIC = b"HSIDX\x00\x00\x01"

@@ -79,9 +79,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from histstore.errors import BadInput
-from histstore.importers import PROGRESS_STEP, Parsed, Problem, Progress, Redact, SessionMeta
-from histstore.redact import redact_json_line
-from histstore.turn import is_untrusted_tool, normalize_time
+from histstore.history.importers import (
+    PROGRESS_STEP,
+    Parsed,
+    Problem,
+    Progress,
+    Redact,
+    SessionMeta,
+)
+from histstore.history.turn import is_untrusted_tool, normalize_time
+from histstore.store.redact import redact_json_line
 
 __all__ = ["find_files", "is_claude_code_line", "parse_file"]
 

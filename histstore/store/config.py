@@ -11,9 +11,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from .clock import now_rfc3339
-from .errors import BadInput, CorruptStore, NoStore, UnsupportedStore
-from .fsutil import atomic_write
+from histstore.errors import BadInput, CorruptStore, NoStore, UnsupportedStore
+from histstore.store.clock import now_rfc3339
+from histstore.store.fsutil import atomic_write
 
 FORMAT_VERSION = 1
 CONFIG_NAME = "config.toml"

@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import FORMAT_VERSION, new_config, read_config, write_config
-from .errors import BadInput, CorruptObject, CorruptStore, NotFound
-from .objects import decode_json, is_object_id
+from histstore.errors import BadInput, CorruptObject, CorruptStore, NotFound
+from histstore.store.codec import decode_json, is_object_id
+from histstore.store.config import FORMAT_VERSION, new_config, read_config, write_config
 
 if TYPE_CHECKING:
-    from .objectstore import ObjectStore
-    from .redact import Redactor
-    from .refs import Operation, RefChange, RefStore
+    from histstore.store.objectstore import ObjectStore
+    from histstore.store.redact import Redactor
+    from histstore.store.refs import Operation, RefChange, RefStore
 
 SESSION_PREFIX = "sessions/"
 
@@ -140,7 +140,7 @@ class Store:
     @property
     def objects(self) -> ObjectStore:
         if self._objects is None:
-            from .objectstore import DiskObjectStore
+            from histstore.store.objectstore import DiskObjectStore
 
             self._objects = DiskObjectStore(self.root / "objects")
         return self._objects
@@ -152,7 +152,7 @@ class Store:
     @property
     def refs(self) -> RefStore:
         if self._refs is None:
-            from .refs import RefStore
+            from histstore.store.refs import RefStore
 
             self._refs = RefStore(self.root)
         return self._refs
@@ -160,7 +160,7 @@ class Store:
     @property
     def redactor(self) -> Redactor:
         if self._redactor is None:
-            from .redact import Redactor
+            from histstore.store.redact import Redactor
 
             self._redactor = Redactor(self.config.get("redact", {}).get("patterns", []))
         return self._redactor
@@ -214,7 +214,7 @@ class Store:
         but not applied, so what it reads under the lock is the latest state."""
         import filelock  # writers only: readers never lock, and start-up stays lean
 
-        from .locking import acquire, clear_owner, write_owner
+        from histstore.store.locking import acquire, clear_owner, write_owner
 
         def make() -> Any:
             return filelock.FileLock(str(self.root / "lock"))
@@ -236,7 +236,9 @@ class Store:
         try:
             done = self.refs.recover()
             if done is not None and any(c.ref.startswith("overlay/") for c in done.changes):
-                from .overlay import write_views  # the views follow the refs just completed
+                from histstore.overlay.markers import (
+                    write_views,  # the views follow the refs just completed
+                )
 
                 write_views(self)
             yield
@@ -267,7 +269,7 @@ class Store:
         return {k[n:]: v for k, v in self.refs.list_refs(SESSION_PREFIX).items()}
 
     def session_ref(self, session_id: str) -> str | None:
-        from .refs import check_component
+        from histstore.store.refs import check_component
 
         return self.refs.read(SESSION_PREFIX + check_component(session_id, "session id"))
 
@@ -318,7 +320,7 @@ class Store:
         them)."""
         before_done = None
         if any(c.ref.startswith("overlay/") for c in changes):
-            from .overlay import write_views
+            from histstore.overlay.markers import write_views
 
             def before_done() -> None:
                 write_views(self)

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import CorruptObject
-from .fsutil import atomic_write
-from .objects import canonical_json
-from .store import Store
+from histstore.errors import CorruptObject
+from histstore.store.codec import canonical_json
+from histstore.store.fsutil import atomic_write
+from histstore.store.store import Store
 
 PREFIX = "overlay/"
 MODES = ("tombstone", "exclude")

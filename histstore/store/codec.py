@@ -20,7 +20,7 @@ from typing import Any
 import blake3
 import zstandard
 
-from .errors import BadInput, CorruptObject
+from histstore.errors import BadInput, CorruptObject
 
 KINDS = ("blob", "turn", "session", "memtree", "memrev", "marker")
 _ID_RE = re.compile(r"^[0-9a-f]{64}$")

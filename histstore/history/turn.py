@@ -51,7 +51,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from .errors import BadInput
+from histstore.errors import BadInput
 
 STATUSES = ("completed", "failed", "interrupted")
 REQUIRED = ("turn_id", "session_id", "project", "asked_at", "asked", "answered")

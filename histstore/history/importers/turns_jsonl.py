@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import BadInput
-from ..redact import redact_json_line
-from ..turn import normalize_turn
-from . import PROGRESS_STEP, Parsed, Problem, Progress, Redact
+from histstore.errors import BadInput
+from histstore.history.importers import PROGRESS_STEP, Parsed, Problem, Progress, Redact
+from histstore.history.turn import normalize_turn
+from histstore.store.redact import redact_json_line
 
 FORMAT = "turns"
 

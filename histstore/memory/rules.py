@@ -71,7 +71,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, ScalarNode
 
-from .errors import BadInput, NotFound
+from histstore.errors import BadInput, NotFound
 
 TYPES = ("feedback", "project", "user", "reference")
 MAX_SLUG = 40

@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput, HistError
-from .importers import Problem, Progress, SessionMeta, claude_code, turns_jsonl
-from .importers.detect import expand
-from .objects import canonical_json, hash_object
-from .objectstore import Batch
-from .refs import Operation, RefChange, check_component
-from .store import SESSION_PREFIX, SessionRev, Store, TurnEntry
-from .turn import BLOB_THRESHOLD, Turn
+from histstore.errors import BadInput, HistError
+from histstore.history.importers import Problem, Progress, SessionMeta, claude_code, turns_jsonl
+from histstore.history.importers.detect import expand
+from histstore.history.turn import BLOB_THRESHOLD, Turn
+from histstore.store.codec import canonical_json, hash_object
+from histstore.store.objectstore import Batch
+from histstore.store.refs import Operation, RefChange, check_component
+from histstore.store.store import SESSION_PREFIX, SessionRev, Store, TurnEntry
 
 PARSERS = {"turns": turns_jsonl.parse_file, "claude-code": claude_code.parse_file}
 
@@ -343,7 +343,7 @@ def import_paths(
         imp.commit(batch)
     refresh_index(store, imp.report)
     # the memory directories config.toml names are recorded alongside the sessions
-    from .memory import snapshot_configured
+    from histstore.memory.core import snapshot_configured
 
     imp.report.memory_operations = [
         op.op for _scope, op in snapshot_configured(store, command=command + " (memory snapshot)")
@@ -374,7 +374,9 @@ def refresh_index(store: Store, report: ImportReport) -> None:
         return
     import sqlite3
 
-    from .recall import RecallIndex  # sqlite3 only for writers that changed something
+    from histstore.recall.index import (
+        RecallIndex,  # sqlite3 only for writers that changed something
+    )
 
     try:
         RecallIndex(store).catch_up()

@@ -13,14 +13,14 @@ directory still holds what the operation wrote (else the undo conflicts).
 
 from __future__ import annotations
 
-from .errors import Ambiguous, BadInput, Conflict, NotFound
-from .forgetting import RebuildFailed
-from .memory import after_undo, undo_files
-from .overlay import PREFIX as OVERLAY_PREFIX
-from .overlay import write_views
-from .recall import RecallIndex
-from .refs import Operation, RefChange
-from .store import Store
+from histstore.errors import Ambiguous, BadInput, Conflict, NotFound
+from histstore.memory.core import after_undo, undo_files
+from histstore.ops.forget import RebuildFailed
+from histstore.overlay.markers import PREFIX as OVERLAY_PREFIX
+from histstore.overlay.markers import write_views
+from histstore.recall.index import RecallIndex
+from histstore.store.refs import Operation, RefChange
+from histstore.store.store import Store
 
 
 def find_operation(store: Store, op_id: str | None) -> Operation:

@@ -32,10 +32,10 @@ from typing import Any
 
 import blake3
 
-from .clock import now_rfc3339
-from .errors import BadInput, Conflict, CorruptStore
-from .fsutil import append_line, atomic_write, fsync_dir, fsync_file, sync_filesystem
-from .objects import canonical_json, is_object_id
+from histstore.errors import BadInput, Conflict, CorruptStore
+from histstore.store.clock import now_rfc3339
+from histstore.store.codec import canonical_json, is_object_id
+from histstore.store.fsutil import append_line, atomic_write, fsync_dir, fsync_file, sync_filesystem
 
 _COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+=-]*")
 _UPPER = re.compile(r"[A-Z]")

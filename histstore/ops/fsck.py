@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput, CorruptObject, CorruptStore, HistError
-from .objects import decode_json, is_object_id
-from .objectstore import DiskObjectStore
-from .overlay import Marker, Overlay, load_marker, view_lines, write_views
-from .refs import KIND_OF_NAMESPACE, check_ref_name
-from .store import SESSION_PREFIX, SessionRev, Store
-from .turn import REQUIRED as TURN_FIELDS
+from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError
+from histstore.history.turn import REQUIRED as TURN_FIELDS
+from histstore.overlay.markers import Marker, Overlay, load_marker, view_lines, write_views
+from histstore.store.codec import decode_json, is_object_id
+from histstore.store.objectstore import DiskObjectStore
+from histstore.store.refs import KIND_OF_NAMESPACE, check_ref_name
+from histstore.store.store import SESSION_PREFIX, SessionRev, Store
 
 
 @dataclass(frozen=True)
@@ -388,7 +388,7 @@ def _check_index(store: Store, *, compare: bool) -> list[Finding]:
     problem is mended by `hs plumbing index-build`)."""
     import sqlite3
 
-    from .recall import SCHEMA_VERSION, RecallIndex
+    from histstore.recall.index import SCHEMA_VERSION, RecallIndex
 
     index = RecallIndex(store)
     try:

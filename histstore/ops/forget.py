@@ -20,13 +20,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .clock import now_rfc3339
-from .errors import Ambiguous, BadInput, HistError, NotFound
-from .memory import TARGET_PREFIX
-from .overlay import MODES, PREFIX, Marker, Overlay, load_marker, put_marker, write_views
-from .recall import RecallIndex
-from .refs import Operation, RefChange, check_component, one_line
-from .store import Store
+from histstore.errors import Ambiguous, BadInput, HistError, NotFound
+from histstore.memory.core import TARGET_PREFIX
+from histstore.overlay.markers import (
+    MODES,
+    PREFIX,
+    Marker,
+    Overlay,
+    load_marker,
+    put_marker,
+    write_views,
+)
+from histstore.recall.index import RecallIndex
+from histstore.store.clock import now_rfc3339
+from histstore.store.refs import Operation, RefChange, check_component, one_line
+from histstore.store.store import Store
 
 
 class Unconfirmed(BadInput):
@@ -136,9 +144,9 @@ def _whole_id(store: Store, text: str) -> Target | None:
 def _memory_note(store: Store, target: str) -> tuple[str, str] | None:
     """(scope id, description) of the memory note a target names, when the
     scope's newest revision holds it."""
-    from . import memrules
-    from .memory import PREFIX as MEMORY_PREFIX
-    from .memory import load_revision, load_tree, parse_target
+    from histstore.memory import rules as memrules
+    from histstore.memory.core import PREFIX as MEMORY_PREFIX
+    from histstore.memory.core import load_revision, load_tree, parse_target
 
     parsed = parse_target(target)
     if parsed is None:
@@ -158,7 +166,7 @@ def _memory_note(store: Store, target: str) -> tuple[str, str] | None:
 
 
 def _memory_target(store: Store, text: str) -> Target:
-    from .memory import parse_target
+    from histstore.memory.core import parse_target
 
     parsed = parse_target(text)
     if parsed is None:

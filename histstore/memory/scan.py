@@ -113,11 +113,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import memrules
-from .history import resolve_session
-from .overlay import Overlay
-from .stopwords import FUNCTION_WORDS
-from .store import Store
+from histstore.history.reading import resolve_session
+from histstore.memory import rules as memrules
+from histstore.overlay.markers import Overlay
+from histstore.recall.stopwords import FUNCTION_WORDS
+from histstore.store.store import Store
 
 KINDS = ("remember", "correction", "preference", "fact")
 MAX_INDEX_LINE = 150

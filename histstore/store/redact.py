@@ -51,7 +51,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from .errors import BadInput
+from histstore.errors import BadInput
 
 __all__ = ["DEFAULT", "KINDS", "Redactor", "marker"]
 

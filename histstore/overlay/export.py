@@ -12,9 +12,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from .history import expand_turn, load_turn, log_entries, raw_records
-from .overlay import Overlay
-from .store import SessionRev, Store
+from histstore.history.reading import expand_turn, load_turn, log_entries, raw_records
+from histstore.overlay.markers import Overlay
+from histstore.store.store import SessionRev, Store
 
 FORMATS = ("jsonl", "markdown")
 RECHECK = 200

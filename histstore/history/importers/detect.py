@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import BadInput, NotFound
-from . import claude_code, turns_jsonl
+from histstore.errors import BadInput, NotFound
+from histstore.history.importers import claude_code, turns_jsonl
 
 FORMATS = ("turns", "claude-code")
 

@@ -39,13 +39,13 @@ from typing import Any
 
 import blake3
 
-from . import memrules
-from .clock import now_rfc3339
-from .errors import BadInput, Conflict, HistError, NotFound
-from .fsutil import atomic_write, fsync_dir
-from .objects import canonical_json, hash_object, is_id_prefix, is_object_id
-from .refs import Operation, RefChange
-from .store import Store
+from histstore.errors import BadInput, Conflict, HistError, NotFound
+from histstore.memory import rules as memrules
+from histstore.store.clock import now_rfc3339
+from histstore.store.codec import canonical_json, hash_object, is_id_prefix, is_object_id
+from histstore.store.fsutil import atomic_write, fsync_dir
+from histstore.store.refs import Operation, RefChange
+from histstore.store.store import Store
 
 PREFIX = "memory/"
 SYSTEM = "system"
@@ -242,7 +242,7 @@ def load_revision(store: Store, rev_id: str) -> Revision:
             list(d.get("conflicts") or []),
         )
     except (KeyError, TypeError) as e:
-        from .errors import CorruptObject
+        from histstore.errors import CorruptObject
 
         raise CorruptObject(rev_id, f"not a memory revision (missing {e})") from None
 
@@ -250,7 +250,7 @@ def load_revision(store: Store, rev_id: str) -> Revision:
 def load_tree(store: Store, tree_id: str) -> dict[str, str]:
     files = store.get_json(tree_id, "memtree").get("files")
     if not isinstance(files, dict):
-        from .errors import CorruptObject
+        from histstore.errors import CorruptObject
 
         raise CorruptObject(tree_id, "not a memory tree")
     return dict(files)
@@ -483,7 +483,7 @@ def set_base(store: Store, scope: Scope, rev: str | None, withheld: Iterable[str
 
 def excluded_files(store: Store, scope: Scope) -> set[str]:
     """The notes of a scope an active exclusion names."""
-    from .overlay import Overlay
+    from histstore.overlay.markers import Overlay
 
     out = set()
     for target, marker in Overlay.read(store).markers.items():
@@ -758,7 +758,7 @@ def find_file(store: Store, files: dict[str, str], name: str) -> str:
     if len(found) == 1:
         return found[0]
     if len(found) > 1:
-        from .errors import Ambiguous
+        from histstore.errors import Ambiguous
 
         raise Ambiguous(f"memory {name!r} is ambiguous", sorted(found), hint="give the file name")
     raise NotFound(f"no memory {name!r}", hint="see the notes with `hs memory log`")
@@ -790,7 +790,7 @@ def resolve_rev(store: Store, scope: Scope, text: str | None) -> Revision:
     if not found:
         raise NotFound(f"no revision {text} in the {scope.label} memory", hint="see hs memory log")
     if len(found) > 1:
-        from .errors import Ambiguous
+        from histstore.errors import Ambiguous
 
         raise Ambiguous(f"revision {text!r} is ambiguous", [r.id for r in found[:10]])
     return found[0]
@@ -1229,7 +1229,7 @@ def _find_in_dir(directory: Path, files: dict[str, str], name: str) -> str:
     if len(hits) == 1:
         return hits[0]
     if hits:
-        from .errors import Ambiguous
+        from histstore.errors import Ambiguous
 
         raise Ambiguous(f"memory {name!r} is ambiguous", sorted(hits), hint="give the file name")
     raise NotFound(
@@ -1621,7 +1621,7 @@ def search_notes(
     """The memory notes (newest revisions) holding the most of ``terms``, case
     folded: the system scope and ``project``'s (every scope when
     ``everywhere``). Notes the overlay hides are left out."""
-    from .overlay import Overlay
+    from histstore.overlay.markers import Overlay
 
     heads = scopes(store)
     if not heads or not terms:

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .clock import now_rfc3339
-from .errors import Locked
+from histstore.errors import Locked
+from histstore.store.clock import now_rfc3339
 
 OWNER_NAME = "lock.owner"
 POLL = 0.05

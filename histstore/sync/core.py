@@ -39,14 +39,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import BadInput, CorruptObject, CorruptStore, HistError, NoStore, NotFound
-from .fsck import _blob_refs
-from .memrules import is_index_name, merge_index
-from .objects import canonical_json, decode_json, hash_object
-from .objectstore import Batch, ObjectStore
-from .refs import Operation, RefChange, check_component
-from .store import SessionRev, Store, TurnEntry
-from .turn import parse_time
+from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError, NoStore, NotFound
+from histstore.history.turn import parse_time
+from histstore.memory.rules import is_index_name, merge_index
+from histstore.ops.fsck import _blob_refs
+from histstore.store.codec import canonical_json, decode_json, hash_object
+from histstore.store.objectstore import Batch, ObjectStore
+from histstore.store.refs import Operation, RefChange, check_component
+from histstore.store.store import SessionRev, Store, TurnEntry
 
 NAMESPACES = ("sessions/", "memory/", "overlay/")
 TRACKING = "remotes/"
@@ -128,7 +128,7 @@ def _overlap(path: Path, store: Store) -> str | None:
 def add_remote(store: Store, name: str, path: Path) -> Remote:
     """Record a remote in ``config.toml`` (under the store lock). The path need
     not hold a store yet (``hs push --init`` makes one); it must not be a file."""
-    from .config import read_config, write_config
+    from histstore.store.config import read_config, write_config
 
     check_remote_name(name)
     path = Path(path).expanduser().absolute()
@@ -158,7 +158,7 @@ def remove_remote(
 ) -> tuple[Remote, Operation | None]:
     """Forget a remote: its remote-tracking refs go (one operation), then its
     entry in ``config.toml``. The remote store itself is not touched."""
-    from .config import read_config, write_config
+    from histstore.store.config import read_config, write_config
 
     check_remote_name(name)
     good, bad = remote_entries(store)
@@ -782,7 +782,7 @@ def check_value(objs: Objects, ref: str, value: str, side: str) -> None:
     namespace holds (a well-formed session revision of that session, a marker
     of that target, a memory revision of that scope): damage in one store is
     refused at the border instead of spreading (exit 7)."""
-    from .overlay import Marker
+    from histstore.overlay.markers import Marker
 
     ns, _, name = ref.partition("/")
     want = {"sessions": "session", "overlay": "marker", "memory": "memrev"}[ns]
@@ -1082,7 +1082,7 @@ def _tracking(
 def preview_fresh(local: Store, remote: Remote) -> SyncReport:
     """A dry run of the first push to a path with no store yet: everything the
     synced refs reach would be sent, and every synced ref created."""
-    from .objectstore import MemoryObjectStore
+    from histstore.store.objectstore import MemoryObjectStore
 
     path = remote.path
     if path.exists() and not path.is_dir():
@@ -1112,7 +1112,7 @@ def refresh_after_pull(local: Store, report: SyncReport, markers_moved: bool) ->
     is reported, and `hs recall` or the next write catches up."""
     import sqlite3
 
-    from .recall import RecallIndex
+    from histstore.recall.index import RecallIndex
 
     index = RecallIndex(local)
     try:

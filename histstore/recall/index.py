@@ -39,16 +39,16 @@ from typing import TYPE_CHECKING, Any
 
 import blake3
 
-from .errors import BadInput, CorruptStore, HistError, Locked
-from .fsutil import atomic_write, fsync_dir, fsync_file
-from .overlay import PREFIX as OVERLAY_PREFIX
-from .overlay import Marker, Overlay, load_marker
-from .project import project_key
-from .stopwords import FUNCTION_WORDS
-from .store import SESSION_PREFIX, SessionRev, Store, TurnEntry
+from histstore.errors import BadInput, CorruptStore, HistError, Locked
+from histstore.history.project import project_key
+from histstore.overlay.markers import PREFIX as OVERLAY_PREFIX
+from histstore.overlay.markers import Marker, Overlay, load_marker
+from histstore.recall.stopwords import FUNCTION_WORDS
+from histstore.store.fsutil import atomic_write, fsync_dir, fsync_file
+from histstore.store.store import SESSION_PREFIX, SessionRev, Store, TurnEntry
 
 if TYPE_CHECKING:
-    from .refs import Operation
+    from histstore.store.refs import Operation
 
 SCHEMA_VERSION = "1"
 KEEP = 3
@@ -113,7 +113,7 @@ def proj_token(pkey: str) -> str:
 
 
 def time_ms(ts: str) -> int:
-    from .turn import parse_time  # writers only
+    from histstore.history.turn import parse_time  # writers only
 
     return int(parse_time(ts).timestamp() * 1000)
 

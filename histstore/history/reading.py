@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .errors import Ambiguous, BadInput, NotFound
-from .objects import is_id_prefix
-from .project import project_key
-from .store import SessionRev, Store, TurnEntry
-from .turn import format_time, parse_time
+from histstore.errors import Ambiguous, BadInput, NotFound
+from histstore.history.project import project_key
+from histstore.history.turn import format_time, parse_time
+from histstore.store.codec import is_id_prefix
+from histstore.store.store import SessionRev, Store, TurnEntry
 
 _SINCE = re.compile(r"^(\d+)\s*(h|d|w|m|y)$")
 _UNITS = {
