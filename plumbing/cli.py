@@ -149,10 +149,6 @@ def update_ref(
             command_line(ctx, name, new),
             extra={"kind": "update-ref"},
         )
-        if name.startswith("overlay/"):
-            from histstore.overlay.markers import write_views
-
-            write_views(store)  # the views follow the overlay refs, whoever moves them
     emit({"ref": name, "old": current, "new": new_id, "op": op.op if op else None})
 
 

@@ -8,10 +8,10 @@ from typing import Any
 from helpers import turn_record, write_turns
 
 from histstore.history.importing import import_paths
-from histstore.overlay.markers import Overlay, view_lines
 from histstore.store.codec import canonical_json
 from histstore.store.refs import RefChange
 from histstore.store.store import Store
+from histstore.store.views import view_lines
 from histstore.sync.core import synced_refs
 
 
@@ -88,7 +88,7 @@ def state(store: Store) -> dict[str, Any]:
     return {
         "refs": synced_refs(store),
         "objects": reachable(store),
-        "views": view_lines(Overlay.read(store)),
+        "views": view_lines(store.markers().values()),
     }
 
 

@@ -29,7 +29,6 @@ from histstore.overlay.markers import (
     Overlay,
     load_marker,
     put_marker,
-    write_views,
 )
 from histstore.recall.index import RecallIndex
 from histstore.store.clock import now_rfc3339
@@ -242,7 +241,6 @@ def _set_marker(
             command,
             extra={"kind": "overlay", "target": target.id},
         )
-        write_views(store)
     return marker, marker_id, old, op
 
 
@@ -264,7 +262,6 @@ def _swap_or_roll_back(
                     f"{command} (rolled back: rebuild failed)",
                     extra={"kind": "overlay-rollback", "target": target.id},
                 )
-                write_views(store)
         except HistError as again:
             raise NotConverged(
                 f"blocked-non-converged: marker {marker_id[:12]} for {target.kind} {target.id} "

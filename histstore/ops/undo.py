@@ -17,7 +17,6 @@ from histstore.errors import Ambiguous, BadInput, Conflict, NotFound
 from histstore.memory.core import after_undo, undo_files
 from histstore.ops.forget import RebuildFailed
 from histstore.overlay.markers import PREFIX as OVERLAY_PREFIX
-from histstore.overlay.markers import write_views
 from histstore.recall.index import RecallIndex
 from histstore.store.refs import Operation, RefChange
 from histstore.store.store import Store
@@ -67,8 +66,6 @@ def undo(store: Store, op_id: str | None = None, *, command: str = "hs undo") ->
             files_back()
         after_undo(store, target, inverse)
         markers_moved = any(c.ref.startswith(OVERLAY_PREFIX) for c in inverse)
-        if markers_moved:
-            write_views(store)
     index = RecallIndex(store)
     try:
         if markers_moved:
@@ -87,7 +84,6 @@ def undo(store: Store, op_id: str | None = None, *, command: str = "hs undo") ->
                 f"{command} {target.op} (rolled back: rebuild failed)",
                 extra={"kind": "undo-rollback", "undoes": op.op},
             )
-            write_views(store)
         raise RebuildFailed(
             f"rebuild-failed: the index could not be swapped ({e}); undo of {target.op} "
             "was rolled back",

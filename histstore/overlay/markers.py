@@ -15,101 +15,34 @@ every export. Reads merge the overlay: recall filters its hits through it even
 before the index has dropped the rows.
 
 ``overlay/tombstones.jsonl`` and ``overlay/exclusions.jsonl`` in the store
-directory are views derived from the overlay refs, rewritten atomically after
-every change (``hs fsck`` checks them)::
-
-    {"id": "<id>", "ts": "<RFC3339>", "reason": "<text>"}
-    {"id": "<id>", "mode": "exclude", "ts": "<RFC3339>", "reason": "<text>"}
+directory are views derived from the overlay refs (histstore.store.views).
+The marker class itself is histstore.store.kinds.Marker.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from histstore.store.kinds import MARKER_MODES, MARKER_TARGETS, Marker
+from histstore.store.store import OVERLAY_PREFIX, Store
 
-from histstore.errors import CorruptObject
-from histstore.store.codec import canonical_json
-from histstore.store.fsutil import atomic_write
-from histstore.store.store import Store
-
-PREFIX = "overlay/"
-MODES = ("tombstone", "exclude")
+PREFIX = OVERLAY_PREFIX
+MODES = MARKER_MODES
 #: what a marker can name: a turn, a session, or a memory note
-#: (``memory@<scope>@<type>@<slug>``, histstore.memory.target_id)
-TARGET_KINDS = ("turn", "session", "memory")
+#: (``memory@<scope>@<type>@<slug>``, histstore.overlay.targets)
+TARGET_KINDS = MARKER_TARGETS
 
-
-@dataclass(frozen=True)
-class Marker:
-    target: str
-    target_kind: str  # "turn" | "session" | "memory"
-    session: str  # the session that holds the target (itself, for a session; a memory note's scope)
-    mode: str  # "tombstone" | "exclude"
-    state: str  # "active" | "lifted"
-    reason: str
-    ts: str
-    parent: str | None
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "target_kind": self.target_kind,
-            "session": self.session,
-            "mode": self.mode,
-            "state": self.state,
-            "reason": self.reason,
-            "ts": self.ts,
-            "parent": self.parent,
-        }
-
-    @classmethod
-    def from_json(cls, d: Any) -> Marker:
-        try:
-            m = cls(
-                d["target"],
-                d["target_kind"],
-                d["session"],
-                d["mode"],
-                d["state"],
-                d.get("reason") or "",
-                d["ts"],
-                d.get("parent"),
-            )
-        except (KeyError, TypeError):
-            raise ValueError("not an overlay marker") from None
-        if (
-            m.mode not in MODES
-            or m.state not in ("active", "lifted")
-            or m.target_kind not in TARGET_KINDS
-        ):
-            raise ValueError("not an overlay marker (mode or state)")
-        return m
-
-    @property
-    def active(self) -> bool:
-        return self.state == "active"
-
-    @property
-    def excludes(self) -> bool:
-        return self.active and self.mode == "exclude"
+__all__ = ["MODES", "PREFIX", "TARGET_KINDS", "Marker", "Overlay", "load_marker", "put_marker"]
 
 
 def load_marker(store: Store, marker_id: str) -> Marker:
-    try:
-        return Marker.from_json(store.get_json(marker_id, "marker"))
-    except ValueError as e:
-        raise CorruptObject(marker_id, str(e)) from None
+    return store.load_marker(marker_id)
 
 
 def put_marker(store: Store, marker: Marker) -> str:
-    return store.objects.put("marker", canonical_json(marker.as_json()))
+    return store.objects.put("marker", marker.payload())
 
 
 class Overlay:
-    """The active markers of a store, as read now."""
+    """The markers of a store, as read now."""
 
     def __init__(self, markers: dict[str, Marker]) -> None:
         self.markers = markers  # target -> newest marker (active or lifted)
@@ -120,21 +53,8 @@ class Overlay:
 
     @classmethod
     def read(cls, store: Store) -> Overlay:
-        """Every overlay ref's newest marker. Cheap when nothing was ever forgotten:
-        one look at refs/overlay."""
-        folder = store.root / "refs" / "overlay"
-        try:
-            if not any(os.scandir(folder)):
-                return cls.empty()
-        except FileNotFoundError:
-            return cls.empty()
-        n = len(PREFIX)
-        return cls(
-            {
-                ref[n:]: load_marker(store, marker_id)
-                for ref, marker_id in store.refs.list_refs(PREFIX).items()
-            }
-        )
+        """Every overlay ref's newest marker (cheap when nothing was ever forgotten)."""
+        return cls(store.markers())
 
     def active(self) -> list[Marker]:
         return [m for m in self.markers.values() if m.active]
@@ -161,25 +81,3 @@ class Overlay:
 
     def __bool__(self) -> bool:
         return any(m.active for m in self.markers.values())
-
-
-def view_lines(overlay: Overlay) -> tuple[bytes, bytes]:
-    """The two seed-compatible views, one object per line, sorted by id."""
-    tomb, excl = [], []
-    for m in sorted(overlay.active(), key=lambda m: m.target):
-        if m.mode == "exclude":
-            excl.append({"id": m.target, "mode": "exclude", "ts": m.ts, "reason": m.reason})
-        else:
-            tomb.append({"id": m.target, "ts": m.ts, "reason": m.reason})
-
-    def dump(rows: list[dict[str, Any]]) -> bytes:
-        return b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in rows)
-
-    return dump(tomb), dump(excl)
-
-
-def write_views(store: Store, overlay: Overlay | None = None) -> None:
-    tomb, excl = view_lines(overlay if overlay is not None else Overlay.read(store))
-    folder: Path = store.root / "overlay"
-    atomic_write(folder / "tombstones.jsonl", tomb)
-    atomic_write(folder / "exclusions.jsonl", excl)

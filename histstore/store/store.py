@@ -15,13 +15,14 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from histstore.errors import BadInput, CorruptObject, CorruptStore, NotFound
 from histstore.store.codec import decode_json, is_object_id
 from histstore.store.config import FORMAT_VERSION, new_config, read_config, write_config
+from histstore.store.kinds import Marker, SessionRev, parse
+from histstore.store.views import write_views
 
 if TYPE_CHECKING:
     from histstore.store.objectstore import ObjectStore
@@ -29,85 +30,7 @@ if TYPE_CHECKING:
     from histstore.store.refs import Operation, RefChange, RefStore
 
 SESSION_PREFIX = "sessions/"
-
-
-@dataclass(frozen=True, slots=True)
-class TurnEntry:
-    """A turn as a session revision lists it."""
-
-    turn_id: str
-    object: str
-    asked_at: str
-    subagent: str | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "turn_id": self.turn_id,
-            "object": self.object,
-            "asked_at": self.asked_at,
-        }
-        if self.subagent:
-            d["subagent"] = self.subagent
-        return d
-
-
-@dataclass
-class SessionRev:
-    """A revision of a session: its turns in order, and the revision before it."""
-
-    session_id: str
-    project: str
-    agent: str
-    title: str | None
-    turns: list[TurnEntry]
-    parent: str | None = None
-    #: the second parent of a merge revision (sync): written only when set, so
-    #: every revision without one keeps its id
-    merged: str | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "session_id": self.session_id,
-            "project": self.project,
-            "agent": self.agent,
-            "title": self.title,
-            "parent": self.parent,
-            "turns": [t.as_json() for t in self.turns],
-        }
-        if self.merged is not None:
-            d["merged"] = self.merged
-        return d
-
-    @property
-    def parents(self) -> list[str]:
-        return [p for p in (self.parent, self.merged) if p is not None]
-
-    @classmethod
-    def from_json(cls, d: Any) -> SessionRev:
-        """Raises ValueError when ``d`` is not a session revision."""
-        try:
-            rev = cls(
-                session_id=d["session_id"],
-                project=d["project"],
-                agent=d["agent"],
-                title=d.get("title"),
-                parent=d.get("parent"),
-                merged=d.get("merged"),
-                turns=[
-                    TurnEntry(t["turn_id"], t["object"], t["asked_at"], t.get("subagent"))
-                    for t in d["turns"]
-                ],
-            )
-        except (KeyError, TypeError, AttributeError) as e:
-            raise ValueError(f"not a session revision (missing or bad {e})") from None
-        texts = [rev.session_id, rev.project, rev.agent] + [
-            v for t in rev.turns for v in (t.turn_id, t.object, t.asked_at)
-        ]
-        if not all(isinstance(v, str) for v in texts):
-            raise ValueError("not a session revision (a field is not a string)")
-        if not all(isinstance(p, str) for p in rev.parents):
-            raise ValueError("not a session revision (a parent is not an id)")
-        return rev
+OVERLAY_PREFIX = "overlay/"
 
 
 def lock_timeout() -> float:
@@ -236,11 +159,7 @@ class Store:
         try:
             done = self.refs.recover()
             if done is not None and any(c.ref.startswith("overlay/") for c in done.changes):
-                from histstore.overlay.markers import (
-                    write_views,  # the views follow the refs just completed
-                )
-
-                write_views(self)
+                write_views(self)  # the views follow the refs just completed
             yield
         finally:
             if outer:
@@ -300,6 +219,30 @@ class Store:
         for sid, rev in self.session_refs().items():
             yield self._reached(SESSION_PREFIX + sid, rev)
 
+    # ------------------------------------------------------------ markers
+
+    def load_marker(self, marker_id: str) -> Marker:
+        kind, payload = self.objects.get(marker_id)
+        if kind != "marker":
+            raise BadInput(f"object {marker_id} is a {kind}, not a marker")
+        marker: Marker = parse(marker_id, kind, payload)
+        return marker
+
+    def markers(self) -> dict[str, Marker]:
+        """Every overlay ref's target -> its newest marker (active or lifted).
+        Cheap when nothing was ever forgotten: one look at refs/overlay."""
+        folder = self.root / "refs" / "overlay"
+        try:
+            if not any(os.scandir(folder)):
+                return {}
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
+        n = len(OVERLAY_PREFIX)
+        return {
+            ref[n:]: self.load_marker(marker_id)
+            for ref, marker_id in self.refs.list_refs(OVERLAY_PREFIX).items()
+        }
+
     def session_history(self, session_id: str) -> Iterator[tuple[str, SessionRev]]:
         """Every revision of a session, newest first."""
         rev: str | None = self.session_ref(session_id)
@@ -319,8 +262,7 @@ class Store:
         a crash never leaves them behind the refs (the roll-forward rewrites
         them)."""
         before_done = None
-        if any(c.ref.startswith("overlay/") for c in changes):
-            from histstore.overlay.markers import write_views
+        if any(c.ref.startswith(OVERLAY_PREFIX) for c in changes):
 
             def before_done() -> None:
                 write_views(self)

@@ -42,8 +42,8 @@ from typing import Any, Protocol
 from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError, NoStore, NotFound
 from histstore.history.turn import parse_time
 from histstore.memory.rules import is_index_name, merge_index
-from histstore.ops.fsck import _blob_refs
 from histstore.store.codec import canonical_json, decode_json, hash_object
+from histstore.store.kinds import refs_of
 from histstore.store.objectstore import Batch, ObjectStore
 from histstore.store.refs import Operation, RefChange, check_component
 from histstore.store.store import SessionRev, Store, TurnEntry
@@ -227,26 +227,9 @@ def open_remote(store: Store, remote: Remote, *, init: bool = False) -> tuple[St
 
 def children(object_id: str, kind: str, payload: bytes) -> list[str]:
     """The ids an object refers to (the objects a copy must bring with it),
-    parent revisions last (:func:`walk_missing` relies on it)."""
-    if kind == "blob":
-        return []
-    d = decode_json(object_id, payload)
-    try:
-        if kind == "session":
-            return [t["object"] for t in d["turns"]] + [
-                p for p in (d.get("parent"), d.get("merged")) if p
-            ]
-        if kind == "turn":
-            return list(_blob_refs(d))
-        if kind == "marker":
-            return _marker_parents(d)
-        if kind == "memrev":
-            return [d["tree"], *d.get("parents", [])]
-        if kind == "memtree":
-            return list(d["files"].values())
-    except (KeyError, TypeError, AttributeError):
-        raise CorruptObject(object_id, f"not a well-formed {kind}") from None
-    return []
+    parent revisions last (:func:`walk_missing` relies on it): the object
+    kind's own ``refs()``, which fsck checks too."""
+    return [r.id for r in refs_of(object_id, kind, payload)]
 
 
 class _Presence:

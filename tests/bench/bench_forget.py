@@ -58,6 +58,7 @@ from histstore.overlay.markers import Overlay
 from histstore.recall import index as recall_mod
 from histstore.recall.index import RecallIndex
 from histstore.store import refs as refs_mod
+from histstore.store import views as views_mod
 from histstore.store.store import Store
 
 MB = 1e6
@@ -414,7 +415,7 @@ WRAPPED: list[tuple[str, Any, str]] = [
     ("_set_marker (lock + marker + op + views)", forgetting_mod, "_set_marker"),
     ("  put_marker (marker object)", forgetting_mod, "put_marker"),
     ("  Store.apply (refs log + ref)", Store, "apply"),
-    ("  write_views (overlay views)", forgetting_mod, "write_views"),
+    ("  write_views (overlay views)", views_mod, "write_views"),
     ("  Overlay.read (every marker)", Overlay, "read"),
     ("RecallIndex.swap", RecallIndex, "swap"),
     ("  shutil.copyfile (the generation)", shutil, "copyfile"),

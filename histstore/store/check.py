@@ -1,0 +1,305 @@
+"""The store's own checks: packs, every object re-hashed and parsed, the ids
+each names, every ref, and the refs log replayed.
+
+A finding is an *error* (the store is damaged) or a *warning* (tolerated: a
+torn log line after a crash, an operation logged but not yet applied, a
+leftover temporary file). ``histstore.ops.fsck`` runs these and the checks of
+the derived data (overlay views, recall index) as one report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError
+from histstore.store.codec import is_object_id
+from histstore.store.kinds import MemRev, Ref, SessionRev, parse
+from histstore.store.objectstore import DiskObjectStore
+from histstore.store.refs import KIND_OF_NAMESPACE, check_ref_name
+from histstore.store.store import SESSION_PREFIX, Store
+from histstore.store.views import stale_views, write_views
+
+#: a pack with no index younger than this may be an import between its pack
+#: and its index: left alone
+ORPHAN_AGE = 3600
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # "error" | "warning"
+    check: str
+    message: str
+    subject: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "severity": self.severity,
+            "check": self.check,
+            "subject": self.subject,
+            "message": self.message,
+        }
+
+
+def error(check: str, message: str, subject: str | None = None) -> Finding:
+    return Finding("error", check, message, subject)
+
+
+def warning(check: str, message: str, subject: str | None = None) -> Finding:
+    return Finding("warning", check, message, subject)
+
+
+@dataclass
+class Checked:
+    """What the object check learned: each object's kind, for the checks after it."""
+
+    kinds: dict[str, str] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def _older_than(path: Path, seconds: float) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime > seconds
+    except FileNotFoundError:
+        return False
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def check_packs(objects: DiskObjectStore, *, repair: bool) -> list[Finding]:
+    """Pack indexes readable and whole; packs a stopped import left behind."""
+    out: list[Finding] = []
+    packs = objects.packs()
+    for name, reason in sorted(objects.bad_packs.items()):
+        out.append(error("pack", reason, name))
+    for pack in packs:
+        if not pack.verify_index():
+            out.append(error("pack", "pack index checksum mismatch", pack.idx_path.name))
+    for orphan in sorted(objects.pack_dir.glob("pack-*.pack")):
+        if orphan.with_suffix(".idx").exists() or not _older_than(orphan, ORPHAN_AGE):
+            continue
+        # a crash after the pack was renamed, before its index was written:
+        # nothing points at its objects (the import never committed)
+        if repair:
+            with contextlib.suppress(FileNotFoundError):
+                orphan.unlink()
+            out.append(warning("pack", "removed a pack with no index", orphan.name))
+        else:
+            out.append(warning("pack", "a pack with no index (a stopped import)", orphan.name))
+    for tmp in sorted(objects.pack_dir.glob("tmp-*.pack")):
+        word = tmp.name.split("-")[1]
+        if word.isdigit() and _pid_alive(int(word)):
+            continue
+        if repair:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            out.append(warning("pack", "removed an unfinished pack", tmp.name))
+        else:
+            out.append(warning("pack", "unfinished pack left by a stopped import", tmp.name))
+    return out
+
+
+def check_objects(store: Store, *, repair: bool) -> Checked:
+    """Every object re-hashed and parsed as its kind, and every id it names
+    (``refs()``, the same list sync copies) present and of the right kind.
+    Only each object's kind and the ids it names are kept, not its payload."""
+    objects = store.objects
+    done = Checked()
+    if isinstance(objects, DiskObjectStore):
+        done.findings += check_packs(objects, repair=repair)
+    wanted: list[tuple[str, Ref]] = []
+    for object_id in objects.iter_ids():
+        try:
+            kind, payload = objects.get(object_id)
+            obj = parse(object_id, kind, payload)
+        except CorruptObject as e:
+            done.findings.append(error("object", e.reason, object_id))
+            continue
+        done.kinds[object_id] = kind
+        wanted += [(object_id, r) for r in obj.refs()]
+    for object_id, ref in wanted:
+        have = done.kinds.get(ref.id)
+        what = done.kinds[object_id]
+        if have is None:
+            msg = f"{what} refers to missing {ref.kind} {ref.id}"
+            done.findings.append(error("reachability", msg, object_id))
+        elif have != ref.kind:
+            msg = f"{what} refers to {ref.id}, a {have} not a {ref.kind}"
+            done.findings.append(error("reachability", msg, object_id))
+    return done
+
+
+def _names_its_own(store: Store, name: str, value: str, have: str) -> str | None:
+    """What is wrong when a ref points at an object of another ref's (another
+    target's marker, another scope's or session's revision), else None."""
+    try:
+        if name.startswith("overlay/") and have == "marker":
+            if store.load_marker(value).target != name[len("overlay/") :]:
+                return "points at another target's marker"
+        elif name.startswith("memory/") and have == "memrev":
+            rev: MemRev = parse(value, *store.objects.get(value))
+            if rev.scope != name[len("memory/") :]:
+                return "points at another scope's revision"
+        elif name.startswith(SESSION_PREFIX) and have == "session":
+            session: SessionRev = parse(value, *store.objects.get(value))
+            if session.session_id != name[len(SESSION_PREFIX) :]:
+                return "points at another session's revision"
+    except HistError:
+        pass  # reported with the object
+    return None
+
+
+def check_refs(store: Store, refs: dict[str, str], kinds: dict[str, str]) -> list[Finding]:
+    """Every ref: a valid name, an object id, an object of its namespace's kind,
+    and its own target's, scope's or session's."""
+    out = []
+    for name, value in refs.items():
+        try:
+            check_ref_name(name)
+        except BadInput as e:
+            out.append(error("ref", e.message, name))
+            continue
+        if not is_object_id(value):
+            out.append(error("ref", "does not hold an object id", name))
+            continue
+        have = kinds.get(value)
+        if have is None:
+            out.append(error("ref", f"points at missing object {value}", name))
+            continue
+        ns_kind = KIND_OF_NAMESPACE.get(name.split("/")[0])
+        if ns_kind and have != ns_kind:
+            out.append(error("ref", f"points at a {have}, expected a {ns_kind}", name))
+        wrong = _names_its_own(store, name, value, have)
+        if wrong:
+            out.append(error("ref", wrong, name))
+    return out
+
+
+@dataclass
+class Replayed:
+    """The refs log replayed: the refs it says there are, and whether its last
+    operation is still to be applied (a crash)."""
+
+    state: dict[str, str] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)  # refs of an unapplied operation
+    pending_overlay: bool = False
+    refs: dict[str, str] = field(default_factory=dict)  # the refs after any repair
+
+
+def replay_log(store: Store, kinds: dict[str, str], *, repair: bool) -> Replayed:
+    """Every line readable, a chain of operations each moving refs from where
+    the one before left them, to objects there are."""
+    done = Replayed()
+    state = done.state
+    parent: str | None = None
+    last_op = None
+    for ln in store.refs.read_log():
+        where = f"line {ln.lineno}"
+        if ln.op is None:
+            # A write torn by a crash: the operation never completed (its refs were
+            # never moved) and the next append closed the line. Tolerated; real
+            # damage to an entry shows as a broken parent chain below.
+            msg = f"{ln.error or 'unreadable'}: tolerated, an operation that never completed"
+            done.findings.append(warning("refs-log", msg, where))
+            continue
+        op = ln.op
+        if op.derive_id() != op.op:
+            done.findings.append(
+                error("refs-log", f"operation {op.op} does not match its content", where)
+            )
+        if op.parent != parent:
+            done.findings.append(
+                error("refs-log", f"operation {op.op} does not follow {parent}", where)
+            )
+        for c in op.changes:
+            if state.get(c.ref) != c.old:
+                msg = f"operation {op.op} moves {c.ref} from {c.old}, but it was {state.get(c.ref)}"
+                done.findings.append(error("refs-log", msg, where))
+            if c.new is None:
+                state.pop(c.ref, None)
+                continue
+            state[c.ref] = c.new
+            if c.new not in kinds:
+                msg = f"operation {op.op} points {c.ref} at missing object {c.new}"
+                done.findings.append(error("refs-log", msg, where))
+        parent = op.op
+        last_op = op
+    done.refs = store.refs.list_refs()
+    if last_op is None or store.refs.applied() == last_op.op:
+        return done
+    if repair:
+        try:
+            with store.lock():
+                store.refs.recover()
+            done.refs = store.refs.list_refs()
+            done.findings.append(
+                warning("refs-log", "completed an operation a crash had interrupted", last_op.op)
+            )
+            return done
+        except (CorruptStore, HistError) as e:
+            done.findings.append(error("refs-log", f"cannot complete operation: {e}", last_op.op))
+    else:
+        done.findings.append(
+            warning(
+                "refs-log",
+                "the last operation is logged but not fully applied; the next write or "
+                "`hs fsck --repair` completes it",
+                last_op.op,
+            )
+        )
+    done.pending = [c.ref for c in last_op.changes]
+    done.pending_overlay = any(c.ref.startswith("overlay/") for c in last_op.changes)
+    return done
+
+
+def check_log_matches_refs(replayed: Replayed) -> list[Finding]:
+    """The refs there are are the refs the log says (but those of an operation
+    still to be applied)."""
+    out = []
+    state, refs = replayed.state, replayed.refs
+    for name in sorted(set(state) | set(refs)):
+        if name not in replayed.pending and state.get(name) != refs.get(name):
+            msg = f"ref is {refs.get(name)} but the refs log says {state.get(name)}"
+            out.append(error("refs-log", msg, name))
+    return out
+
+
+def check_store(store: Store, *, repair: bool) -> tuple[list[Finding], Replayed]:
+    """Objects, refs and the refs log; the replay, for the checks of derived data."""
+    objects = check_objects(store, repair=repair)
+    out = list(objects.findings)
+    out += check_refs(store, store.refs.list_refs(), objects.kinds)
+    replayed = replay_log(store, objects.kinds, repair=repair)
+    out += replayed.findings
+    out += check_log_matches_refs(replayed)
+    return out, replayed
+
+
+def check_views(store: Store, *, repair: bool, pending: bool = False) -> list[Finding]:
+    """overlay/tombstones.jsonl and overlay/exclusions.jsonl match the overlay
+    refs. ``pending``: an interrupted operation moved overlay refs, and its
+    roll-forward rewrites the views, so until then they may lag."""
+    stale = stale_views(store)
+    if stale and repair:
+        with store.lock():
+            write_views(store)
+        return [warning("overlay", "rewrote it from the overlay refs", n) for n in stale]
+    if pending:
+        msg = (
+            "behind the overlay refs of an interrupted operation; completing it rewrites the views"
+        )
+        return [warning("overlay", msg, n) for n in stale]
+    return [error("overlay", "does not match the overlay refs (fsck --repair)", n) for n in stale]

@@ -1,0 +1,401 @@
+"""Every object kind, as a typed class: parse, serialise, and the ids it names.
+
+An object is a kind and a payload (histstore.store.codec). Every kind but
+``blob`` has a JSON payload; each class here is the one place that says what
+that payload holds:
+
+=========  ==================  =================================================
+kind       class               names (``refs()``)
+=========  ==================  =================================================
+blob       :class:`Blob`       nothing
+turn       :class:`TurnObject` the blobs of its raw records and large outputs
+session    :class:`SessionRev` its turns, then its parents
+memtree    :class:`MemTree`    the blob of each file
+memrev     :class:`MemRev`     its tree, then its parents
+marker     :class:`Marker`     the marker it follows, and the heads it joins
+=========  ==================  =================================================
+
+``refs()`` lists parents last: a walk that copies objects children first (sync)
+relies on it. ``fsck`` checks that every id ``refs()`` gives exists and is of
+the kind it says; sync copies exactly what ``refs()`` gives. One function for
+both, so the two can never disagree on what an object reaches.
+
+``from_json`` raises :class:`ValueError` for a payload that is not of the kind;
+:func:`parse` turns that into :class:`~histstore.errors.CorruptObject`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from histstore.errors import CorruptObject
+from histstore.store.codec import canonical_json, decode_json
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """An id an object names, and the kind that object must be."""
+
+    id: str
+    kind: str
+
+
+class Object:
+    """What every kind offers (each class sets ``KIND``)."""
+
+    KIND: ClassVar[str]
+
+    def payload(self) -> bytes:
+        return canonical_json(self.as_json())
+
+    def as_json(self) -> Any:
+        raise TypeError(f"a {self.KIND} has no JSON form")
+
+    def refs(self) -> list[Ref]:
+        return []
+
+
+# --------------------------------------------------------------------------- blob
+
+
+@dataclass(frozen=True)
+class Blob(Object):
+    KIND: ClassVar[str] = "blob"
+    data: bytes
+
+    def payload(self) -> bytes:
+        return self.data
+
+
+# --------------------------------------------------------------------------- turn
+
+#: the fields every stored turn holds (histstore.history.turn documents them all)
+TURN_REQUIRED = ("turn_id", "session_id", "project", "asked_at", "asked", "answered")
+
+
+def blob_refs(value: Any) -> Iterator[str]:
+    """The blob references in a stored turn: ``{"blob": id, "size": n}`` (and
+    ``"lines"`` for the raw records) wherever they stand."""
+    if isinstance(value, dict):
+        if isinstance(value.get("blob"), str) and set(value) <= {"blob", "size", "lines"}:
+            yield value["blob"]
+        else:
+            for v in value.values():
+                yield from blob_refs(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from blob_refs(v)
+
+
+@dataclass(frozen=True)
+class TurnObject(Object):
+    """A stored turn: the record ``histstore.history.turn`` describes, its raw
+    records and large outputs replaced by blob references."""
+
+    KIND: ClassVar[str] = "turn"
+    data: dict[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        return self.data
+
+    def refs(self) -> list[Ref]:
+        return [Ref(b, "blob") for b in blob_refs(self.data)]
+
+    @classmethod
+    def from_json(cls, d: Any) -> TurnObject:
+        if not isinstance(d, dict):
+            raise ValueError("a turn is not a JSON object")
+        missing = [f for f in TURN_REQUIRED if f not in d]
+        if missing:
+            raise ValueError(f"turn lacks {', '.join(missing)}")
+        return cls(d)
+
+
+# --------------------------------------------------------------------------- session
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEntry:
+    """A turn as a session revision lists it."""
+
+    turn_id: str
+    object: str
+    asked_at: str
+    subagent: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "turn_id": self.turn_id,
+            "object": self.object,
+            "asked_at": self.asked_at,
+        }
+        if self.subagent:
+            d["subagent"] = self.subagent
+        return d
+
+
+@dataclass
+class SessionRev(Object):
+    """A revision of a session: its turns in order, and the revision before it."""
+
+    KIND: ClassVar[str] = "session"
+    session_id: str
+    project: str
+    agent: str
+    title: str | None
+    turns: list[TurnEntry]
+    parent: str | None = None
+    #: the second parent of a merge revision (sync): written only when set, so
+    #: every revision without one keeps its id
+    merged: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "session_id": self.session_id,
+            "project": self.project,
+            "agent": self.agent,
+            "title": self.title,
+            "parent": self.parent,
+            "turns": [t.as_json() for t in self.turns],
+        }
+        if self.merged is not None:
+            d["merged"] = self.merged
+        return d
+
+    @property
+    def parents(self) -> list[str]:
+        return [p for p in (self.parent, self.merged) if p is not None]
+
+    def refs(self) -> list[Ref]:
+        return [Ref(t.object, "turn") for t in self.turns] + [
+            Ref(p, "session") for p in self.parents
+        ]
+
+    @classmethod
+    def from_json(cls, d: Any) -> SessionRev:
+        """Raises ValueError when ``d`` is not a session revision."""
+        try:
+            rev = cls(
+                session_id=d["session_id"],
+                project=d["project"],
+                agent=d["agent"],
+                title=d.get("title"),
+                parent=d.get("parent"),
+                merged=d.get("merged"),
+                turns=[
+                    TurnEntry(t["turn_id"], t["object"], t["asked_at"], t.get("subagent"))
+                    for t in d["turns"]
+                ],
+            )
+        except (KeyError, TypeError, AttributeError) as e:
+            raise ValueError(f"not a session revision (missing or bad {e})") from None
+        texts = [rev.session_id, rev.project, rev.agent] + [
+            v for t in rev.turns for v in (t.turn_id, t.object, t.asked_at)
+        ]
+        if not all(isinstance(v, str) for v in texts):
+            raise ValueError("not a session revision (a field is not a string)")
+        if not all(isinstance(p, str) for p in rev.parents):
+            raise ValueError("not a session revision (a parent is not an id)")
+        return rev
+
+
+# --------------------------------------------------------------------------- memory
+
+
+@dataclass(frozen=True)
+class MemTree(Object):
+    """A memory folder: file name -> blob id."""
+
+    KIND: ClassVar[str] = "memtree"
+    files: dict[str, str]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"files": self.files}
+
+    def refs(self) -> list[Ref]:
+        return [Ref(b, "blob") for b in self.files.values()]
+
+    @classmethod
+    def from_json(cls, d: Any) -> MemTree:
+        files = d.get("files") if isinstance(d, dict) else None
+        if not isinstance(files, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in files.items()
+        ):
+            raise ValueError("not a memory tree")
+        return cls(dict(files))
+
+
+@dataclass(frozen=True)
+class MemRev(Object):
+    """A revision of a memory scope. ``conflicts`` (a merge made by sync) is
+    written only when there are some."""
+
+    KIND: ClassVar[str] = "memrev"
+    scope: str
+    project: str | None
+    tree: str
+    parents: list[str]
+    time: str
+    kind: str
+    message: str
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "scope": self.scope,
+            "project": self.project,
+            "tree": self.tree,
+            "parents": self.parents,
+            "time": self.time,
+            "kind": self.kind,
+            "message": self.message,
+        }
+        if self.conflicts:
+            d["conflicts"] = self.conflicts
+        return d
+
+    def refs(self) -> list[Ref]:
+        return [Ref(self.tree, "memtree")] + [Ref(p, "memrev") for p in self.parents]
+
+    @classmethod
+    def from_json(cls, d: Any) -> MemRev:
+        try:
+            rev = cls(
+                d["scope"],
+                d.get("project"),
+                d["tree"],
+                list(d["parents"]),
+                d["time"],
+                d["kind"],
+                d.get("message") or "",
+                list(d.get("conflicts") or []),
+            )
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"not a memory revision (missing or bad {e})") from None
+        if not all(isinstance(v, str) for v in (rev.scope, rev.tree, rev.time, rev.kind)):
+            raise ValueError("not a memory revision (a field is not a string)")
+        if not all(isinstance(p, str) for p in rev.parents):
+            raise ValueError("not a memory revision (a parent is not an id)")
+        return rev
+
+
+# --------------------------------------------------------------------------- marker
+
+MARKER_MODES = ("tombstone", "exclude")
+MARKER_STATES = ("active", "lifted")
+#: what a marker can name: a turn, a session, or a memory note
+MARKER_TARGETS = ("turn", "session", "memory")
+
+
+@dataclass(frozen=True)
+class Marker(Object):
+    """What happens to one target from a moment on (histstore.overlay)."""
+
+    KIND: ClassVar[str] = "marker"
+    target: str
+    target_kind: str  # "turn" | "session" | "memory"
+    session: str  # the session that holds the target (itself, for a session; a memory note's scope)
+    mode: str  # "tombstone" | "exclude"
+    state: str  # "active" | "lifted"
+    reason: str
+    ts: str
+    parent: str | None
+    #: the other heads a merge marker (sync) joins; None on every other marker,
+    #: and then not written, so their ids stay
+    merged: tuple[str, ...] | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "target": self.target,
+            "target_kind": self.target_kind,
+            "session": self.session,
+            "mode": self.mode,
+            "state": self.state,
+            "reason": self.reason,
+            "ts": self.ts,
+            "parent": self.parent,
+        }
+        if self.merged is not None:
+            d["merged"] = list(self.merged)
+        return d
+
+    @property
+    def parents(self) -> list[str]:
+        """The markers this one follows: its parent, then the heads it joins."""
+        return ([self.parent] if self.parent else []) + list(self.merged or ())
+
+    def refs(self) -> list[Ref]:
+        return [Ref(p, "marker") for p in self.parents]
+
+    @classmethod
+    def from_json(cls, d: Any) -> Marker:
+        try:
+            merged = d.get("merged")
+            m = cls(
+                d["target"],
+                d["target_kind"],
+                d["session"],
+                d["mode"],
+                d["state"],
+                d.get("reason") or "",
+                d["ts"],
+                d.get("parent"),
+                None if merged is None else tuple(merged),
+            )
+        except (KeyError, TypeError, AttributeError):
+            raise ValueError("not an overlay marker") from None
+        if (
+            m.mode not in MARKER_MODES
+            or m.state not in MARKER_STATES
+            or m.target_kind not in MARKER_TARGETS
+        ):
+            raise ValueError("not an overlay marker (mode or state)")
+        if not all(isinstance(p, str) for p in m.parents) or (
+            m.parent is not None and not isinstance(m.parent, str)
+        ):
+            raise ValueError("not an overlay marker (merged is not a list of ids)")
+        return m
+
+    @property
+    def active(self) -> bool:
+        return self.state == "active"
+
+    @property
+    def excludes(self) -> bool:
+        return self.active and self.mode == "exclude"
+
+
+# --------------------------------------------------------------------------- any kind
+
+CLASSES: dict[str, type[Any]] = {
+    "blob": Blob,
+    "turn": TurnObject,
+    "session": SessionRev,
+    "memtree": MemTree,
+    "memrev": MemRev,
+    "marker": Marker,
+}
+
+
+def parse(object_id: str, kind: str, payload: bytes) -> Any:
+    """The typed object for a verified payload; CorruptObject when the payload
+    is not what its kind must hold."""
+    if kind == "blob":
+        return Blob(payload)
+    cls = CLASSES.get(kind)
+    if cls is None:
+        raise CorruptObject(object_id, f"unknown kind {kind!r}")
+    try:
+        return cls.from_json(decode_json(object_id, payload))
+    except ValueError as e:
+        raise CorruptObject(object_id, str(e)) from None
+
+
+def refs_of(object_id: str, kind: str, payload: bytes) -> list[Ref]:
+    """The ids an object names, parents last (fsck checks them, sync copies them)."""
+    if kind == "blob":
+        return []
+    obj: Object = parse(object_id, kind, payload)
+    return obj.refs()
