@@ -16,7 +16,7 @@ import typer
 from histstore.errors import BadInput, NotFound
 from histstore.plumbing.common import command_line, emit, new_app, open_store
 from histstore.store.codec import KINDS, canonical_json, hash_object
-from histstore.store.store import SessionRev
+from histstore.store.kinds import SessionRev
 
 app = new_app("Low-level commands for scripts: JSON lines in, JSON lines out.")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from histstore.store.store import SessionRev
+from histstore.store.kinds import SessionRev
 
 
 def size_text(n: int) -> str:

@@ -25,7 +25,8 @@ from histstore.ops.fsck import fsck
 from histstore.overlay.markers import Overlay
 from histstore.recall.index import RecallIndex
 from histstore.store.codec import canonical_json, hash_object
-from histstore.store.store import SessionRev, Store, TurnEntry
+from histstore.store.kinds import SessionRev, TurnEntry
+from histstore.store.store import Store
 from histstore.sync.core import (
     Objects,
     merge_markers,

@@ -31,9 +31,10 @@ from histstore.history.importers import Problem, Progress, SessionMeta, claude_c
 from histstore.history.importers.detect import expand
 from histstore.history.turn import BLOB_THRESHOLD, Turn
 from histstore.store.codec import canonical_json, hash_object
+from histstore.store.kinds import SessionRev, TurnEntry
 from histstore.store.objectstore import Batch
 from histstore.store.refs import Operation, RefChange, check_component
-from histstore.store.store import SESSION_PREFIX, SessionRev, Store, TurnEntry
+from histstore.store.store import SESSION_PREFIX, Store
 
 PARSERS = {"turns": turns_jsonl.parse_file, "claude-code": claude_code.parse_file}
 

@@ -11,7 +11,8 @@ from histstore.errors import Ambiguous, BadInput, NotFound
 from histstore.history.project import project_key
 from histstore.history.turn import format_time, parse_time
 from histstore.store.codec import is_id_prefix
-from histstore.store.store import SessionRev, Store, TurnEntry
+from histstore.store.kinds import SessionRev, TurnEntry
+from histstore.store.store import Store
 
 _SINCE = re.compile(r"^(\d+)\s*(h|d|w|m|y)$")
 _UNITS = {

@@ -14,7 +14,8 @@ from typing import Any
 
 from histstore.history.reading import expand_turn, load_turn, log_entries, raw_records
 from histstore.overlay.markers import Overlay
-from histstore.store.store import SessionRev, Store
+from histstore.store.kinds import SessionRev
+from histstore.store.store import Store
 
 FORMATS = ("jsonl", "markdown")
 RECHECK = 200

@@ -45,7 +45,8 @@ from histstore.overlay.markers import PREFIX as OVERLAY_PREFIX
 from histstore.overlay.markers import Marker, Overlay, load_marker
 from histstore.recall.stopwords import FUNCTION_WORDS
 from histstore.store.fsutil import atomic_write, fsync_dir, fsync_file
-from histstore.store.store import SESSION_PREFIX, SessionRev, Store, TurnEntry
+from histstore.store.kinds import SessionRev, TurnEntry
+from histstore.store.store import SESSION_PREFIX, Store
 
 if TYPE_CHECKING:
     from histstore.store.refs import Operation

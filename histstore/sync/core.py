@@ -43,10 +43,10 @@ from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError, N
 from histstore.history.turn import parse_time
 from histstore.memory.rules import is_index_name, merge_index
 from histstore.store.codec import canonical_json, decode_json, hash_object
-from histstore.store.kinds import refs_of
+from histstore.store.kinds import SessionRev, TurnEntry, refs_of
 from histstore.store.objectstore import Batch, ObjectStore
 from histstore.store.refs import Operation, RefChange, check_component
-from histstore.store.store import SessionRev, Store, TurnEntry
+from histstore.store.store import Store
 
 NAMESPACES = ("sessions/", "memory/", "overlay/")
 TRACKING = "remotes/"
