@@ -120,7 +120,8 @@ def update_ref(
     ] = None,
 ) -> None:
     """Move one ref, with compare-and-swap, as one operation in the refs log."""
-    from histstore.store.refs import KIND_OF_NAMESPACE, RefChange, check_ref_name
+    from histstore.store.oplog import RefChange
+    from histstore.store.refs import KIND_OF_NAMESPACE, check_ref_name
 
     store = open_store(ctx)
     check_ref_name(name)

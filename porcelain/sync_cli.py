@@ -15,7 +15,7 @@ from histstore.plumbing.common import command_line, new_app, open_store
 from histstore.porcelain.render import size_text
 
 if TYPE_CHECKING:
-    from histstore.store.refs import RefChange
+    from histstore.store.oplog import RefChange
     from histstore.store.store import Store
     from histstore.sync.core import SyncReport
 

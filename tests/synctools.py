@@ -9,7 +9,7 @@ from helpers import turn_record, write_turns
 
 from histstore.history.importing import import_paths
 from histstore.store.codec import canonical_json
-from histstore.store.refs import RefChange
+from histstore.store.oplog import RefChange
 from histstore.store.store import Store
 from histstore.store.views import view_lines
 from histstore.sync.core import synced_refs

@@ -9,7 +9,8 @@ import pytest
 
 from histstore.errors import BadInput, Conflict
 from histstore.store.codec import hash_object
-from histstore.store.refs import RefChange, RefStore, check_component, check_ref_name, one_line
+from histstore.store.oplog import RefChange, one_line
+from histstore.store.refs import RefStore, check_component, check_ref_name
 
 A = hash_object("blob", b"a")
 B = hash_object("blob", b"b")

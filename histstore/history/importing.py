@@ -33,7 +33,8 @@ from histstore.history.turn import BLOB_THRESHOLD, Turn
 from histstore.store.codec import canonical_json, hash_object
 from histstore.store.kinds import SessionRev, TurnEntry
 from histstore.store.objectstore import Batch
-from histstore.store.refs import Operation, RefChange, check_component
+from histstore.store.oplog import Operation, RefChange
+from histstore.store.refs import check_component
 from histstore.store.store import SESSION_PREFIX, Store
 
 PARSERS = {"turns": turns_jsonl.parse_file, "claude-code": claude_code.parse_file}

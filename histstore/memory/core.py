@@ -44,7 +44,8 @@ from histstore.memory import rules as memrules
 from histstore.store.clock import now_rfc3339
 from histstore.store.codec import canonical_json, hash_object, is_id_prefix, is_object_id
 from histstore.store.fsutil import atomic_write, fsync_dir
-from histstore.store.refs import Operation, RefChange
+from histstore.store.merge import deletion_loses, merge3
+from histstore.store.oplog import Operation, RefChange
 from histstore.store.store import Store
 
 PREFIX = "memory/"
@@ -627,19 +628,13 @@ def _merge_folder(
     for f in sorted(set(base) | set(theirs) | set(mine)):
         if f in index_names:
             continue
-        b, t, m = base.get(f), theirs.get(f), ids.get(f)
-        if m == b or t == m:
-            if t is not None:
-                merged[f] = store.get_blob(t)
-        elif t == b:
-            if m is not None:
-                merged[f] = mine[f]
-        else:
+        m = ids.get(f)
+        # this folder's version on a conflict; a deletion loses
+        pick, clash = merge3(m, theirs.get(f), base.get(f), deletion_loses)
+        if clash:
             conflicts.append(f)
-            if m is not None:
-                merged[f] = mine[f]
-            elif t is not None:
-                merged[f] = store.get_blob(t)  # a deletion loses
+        if pick is not None:
+            merged[f] = mine[f] if pick == m else store.get_blob(pick)
     notes = {f for f in merged if memrules.split_file_name(f)}
     for f in sorted(index_names):
         b, t, m = base.get(f), theirs.get(f), ids.get(f)

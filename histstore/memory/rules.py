@@ -72,6 +72,7 @@ import yaml
 from yaml.nodes import MappingNode, ScalarNode
 
 from histstore.errors import BadInput, NotFound
+from histstore.store.merge import deletion_loses, merge3
 
 TYPES = ("feedback", "project", "user", "reference")
 MAX_SLUG = 40
@@ -939,13 +940,9 @@ def merge_index(
 
     def pick(k: tuple[str, int]) -> str | None:
         nonlocal clash
-        x, y, o = vw.get(k), vl.get(k), vo.get(k)
-        if x == y or y == o:
-            return x
-        if x == o:
-            return y
-        clash = True
-        return x if x is not None else y  # a deletion loses
+        line, conflicted = merge3(vw.get(k), vl.get(k), vo.get(k), deletion_loses)
+        clash = clash or conflicted
+        return line
 
     ended = bool(lw) and lw[-1] == ""
     body = lw[:-1] if ended else lw

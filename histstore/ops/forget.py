@@ -32,7 +32,8 @@ from histstore.overlay.markers import (
 )
 from histstore.recall.index import RecallIndex
 from histstore.store.clock import now_rfc3339
-from histstore.store.refs import Operation, RefChange, check_component, one_line
+from histstore.store.oplog import Operation, RefChange, one_line
+from histstore.store.refs import check_component
 from histstore.store.store import Store
 
 

@@ -18,7 +18,7 @@ from histstore.memory.core import after_undo, undo_files
 from histstore.ops.forget import RebuildFailed
 from histstore.overlay.markers import PREFIX as OVERLAY_PREFIX
 from histstore.recall.index import RecallIndex
-from histstore.store.refs import Operation, RefChange
+from histstore.store.oplog import Operation, RefChange
 from histstore.store.store import Store
 
 

@@ -49,7 +49,7 @@ from histstore.store.kinds import SessionRev, TurnEntry
 from histstore.store.store import SESSION_PREFIX, Store
 
 if TYPE_CHECKING:
-    from histstore.store.refs import Operation
+    from histstore.store.oplog import Operation
 
 SCHEMA_VERSION = "1"
 KEEP = 3

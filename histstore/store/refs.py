@@ -22,20 +22,17 @@ atomically, and a torn last log line is skipped (and reported by fsck).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import blake3
 
 from histstore.errors import BadInput, Conflict, CorruptStore
 from histstore.store.clock import now_rfc3339
 from histstore.store.codec import canonical_json, is_object_id
 from histstore.store.fsutil import append_line, atomic_write, fsync_dir, fsync_file, sync_filesystem
+from histstore.store.oplog import LogLine, Operation, RefChange, newest_first, one_line, read_log
 
 _COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+=-]*")
 _UPPER = re.compile(r"[A-Z]")
@@ -105,68 +102,6 @@ def check_ref_name(name: str) -> str:
     return name
 
 
-@dataclass(frozen=True)
-class RefChange:
-    ref: str
-    old: str | None
-    new: str | None
-
-    def as_json(self) -> dict[str, Any]:
-        return {"ref": self.ref, "old": self.old, "new": self.new}
-
-
-@dataclass
-class Operation:
-    op: str
-    time: str
-    command: str
-    changes: list[RefChange]
-    parent: str | None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def as_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "op": self.op,
-            "time": self.time,
-            "command": self.command,
-            "parent": self.parent,
-            "changes": [c.as_json() for c in self.changes],
-        }
-        if self.extra:
-            d["extra"] = self.extra
-        return d
-
-    def derive_id(self) -> str:
-        """The id an entry must have: blake3 of its canonical JSON without ``op``, 16 hex."""
-        body = self.as_json()
-        del body["op"]
-        return str(blake3.blake3(canonical_json(body)).hexdigest())[:16]
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Operation:
-        return cls(
-            op=d["op"],
-            time=d["time"],
-            command=d["command"],
-            parent=d.get("parent"),
-            changes=[RefChange(c["ref"], c.get("old"), c.get("new")) for c in d["changes"]],
-            extra=d.get("extra") or {},
-        )
-
-
-def one_line(text: str, limit: int = 1000) -> str:
-    """Collapse whitespace so nothing can forge a log entry or a second line."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-@dataclass
-class LogLine:
-    lineno: int
-    op: Operation | None
-    error: str | None = None
-
-
 class RefStore:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -227,19 +162,7 @@ class RefStore:
 
     def read_log(self) -> Iterator[LogLine]:
         """Every line of the refs log, oldest first; bad lines come with an error."""
-        try:
-            f = open(self.log_path, "rb")  # noqa: SIM115
-        except FileNotFoundError:
-            return
-        with f:
-            for lineno, raw in enumerate(f, 1):
-                torn = not raw.endswith(b"\n")
-                try:
-                    op = Operation.from_json(json.loads(raw))
-                    yield LogLine(lineno, op)
-                except (ValueError, KeyError, TypeError):
-                    what = "torn (an interrupted write)" if torn else "unreadable"
-                    yield LogLine(lineno, None, f"refs.log line {lineno} is {what}")
+        return read_log(self.log_path)
 
     def operations(self) -> list[Operation]:
         return [ln.op for ln in self.read_log() if ln.op is not None]
@@ -247,26 +170,7 @@ class RefStore:
     def newest_first(self) -> Iterator[Operation]:
         """Complete entries from the end of the log backwards (torn lines skipped),
         reading only as far back as the caller goes."""
-        try:
-            f = open(self.log_path, "rb")  # noqa: SIM115
-        except FileNotFoundError:
-            return
-        with f:
-            pos = f.seek(0, os.SEEK_END)
-            carry = b""
-            while pos > 0:
-                step = min(1 << 16, pos)
-                pos -= step
-                f.seek(pos)
-                lines = (f.read(step) + carry).split(b"\n")
-                # the first piece may be the tail of a line that starts further back
-                carry = lines[0] if pos > 0 else b""
-                for raw in reversed(lines[1:] if pos > 0 else lines):
-                    if raw.strip():
-                        try:
-                            yield Operation.from_json(json.loads(raw))
-                        except (ValueError, KeyError, TypeError):
-                            continue  # a torn line: look further back
+        return newest_first(self.log_path)
 
     def last_operation(self) -> Operation | None:
         """The newest complete entry, read from the end of the log."""

@@ -26,8 +26,9 @@ from histstore.store.views import write_views
 
 if TYPE_CHECKING:
     from histstore.store.objectstore import ObjectStore
+    from histstore.store.oplog import Operation, RefChange
     from histstore.store.redact import Redactor
-    from histstore.store.refs import Operation, RefChange, RefStore
+    from histstore.store.refs import RefStore
 
 SESSION_PREFIX = "sessions/"
 OVERLAY_PREFIX = "overlay/"

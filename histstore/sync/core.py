@@ -44,8 +44,10 @@ from histstore.history.turn import parse_time
 from histstore.memory.rules import is_index_name, merge_index
 from histstore.store.codec import canonical_json, decode_json, hash_object
 from histstore.store.kinds import SessionRev, TurnEntry, refs_of
+from histstore.store.merge import deletion_loses, keep, merge3
 from histstore.store.objectstore import Batch, ObjectStore
-from histstore.store.refs import Operation, RefChange, check_component
+from histstore.store.oplog import Operation, RefChange
+from histstore.store.refs import check_component
 from histstore.store.store import Store
 
 NAMESPACES = ("sessions/", "memory/", "overlay/")
@@ -463,13 +465,7 @@ def _relate(
 
 def _pick(a: Any, b: Any, base: Any, tie: Any) -> Any:
     """Three-way for one field: the side that changed it, else ``tie``."""
-    if a == b:
-        return a
-    if a == base:
-        return b
-    if b == base:
-        return a
-    return tie
+    return merge3(a, b, base, keep(tie))[0]
 
 
 def merge_sessions(objs: Objects, a: str, b: str) -> str:
@@ -657,6 +653,10 @@ def _merge_index(
     return objs.make_blob(merged[0]), merged[1]
 
 
+def _theirs_unless_deleted(ours: str | None, theirs: str | None) -> str | None:
+    return deletion_loses(theirs, ours)
+
+
 def merge_memory(objs: Objects, a: str, b: str) -> tuple[str, list[MemoryConflict]]:
     """The memory revision a ``memory/<scope>`` ref moves to, and the files both
     sides changed differently. One side descending from the other: that one.
@@ -689,7 +689,6 @@ def merge_memory(objs: Objects, a: str, b: str) -> tuple[str, list[MemoryConflic
     fa, fb, fo = files(a), files(b), files(base)
     ka = (_when(rev(a).get("time")), a)
     kb = (_when(rev(b).get("time")), b)
-    later, earlier = (fa, fb) if ka > kb else (fb, fa)
     scope = str(rev(a).get("scope"))
     merged: dict[str, str] = {}
     conflicts: list[MemoryConflict] = []
@@ -716,14 +715,12 @@ def merge_memory(objs: Objects, a: str, b: str) -> tuple[str, list[MemoryConflic
                 conflicts.append(
                     MemoryConflict(scope, name, sorted(v for v in (x, y) if v is not None))
                 )
-        elif x == y or y == o:
-            pick = x
-        elif x == o:
-            pick = y
         else:
-            pick = later.get(name) or earlier.get(name)  # a deletion loses
-            versions = sorted(v for v in {x, y} if v is not None)
-            conflicts.append(MemoryConflict(scope, name, versions))
+            # a file changed both ways keeps the later revision's; a deletion loses
+            pick, clash = merge3(x, y, o, deletion_loses if ka > kb else _theirs_unless_deleted)
+            if clash:
+                versions = sorted(v for v in {x, y} if v is not None)
+                conflicts.append(MemoryConflict(scope, name, versions))
         if pick is not None:
             merged[name] = pick
     tree = objs.make("memtree", {"files": merged})

@@ -1,0 +1,126 @@
+"""The operation log (``refs.log``): one JSON line per operation.
+
+An operation holds every ref change it made (old -> new), its time, its
+command (one line, redacted) and its parent operation, so the log is a chain
+``hs ops``, ``hs undo`` and ``hs fsck`` read. Appending is the commit point
+of a ref change (histstore.store.refs.RefStore.apply, under the lock);
+reading never locks and tolerates a torn line, which a crash mid-append
+leaves and the next append closes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from histstore.store.codec import canonical_json
+
+
+@dataclass(frozen=True)
+class RefChange:
+    ref: str
+    old: str | None
+    new: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"ref": self.ref, "old": self.old, "new": self.new}
+
+
+@dataclass
+class Operation:
+    op: str
+    time: str
+    command: str
+    changes: list[RefChange]
+    parent: str | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "op": self.op,
+            "time": self.time,
+            "command": self.command,
+            "parent": self.parent,
+            "changes": [c.as_json() for c in self.changes],
+        }
+        if self.extra:
+            d["extra"] = self.extra
+        return d
+
+    def derive_id(self) -> str:
+        """The id an entry must have: blake3 of its canonical JSON without ``op``, 16 hex."""
+        body = self.as_json()
+        del body["op"]
+        return str(blake3.blake3(canonical_json(body)).hexdigest())[:16]
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Operation:
+        return cls(
+            op=d["op"],
+            time=d["time"],
+            command=d["command"],
+            parent=d.get("parent"),
+            changes=[RefChange(c["ref"], c.get("old"), c.get("new")) for c in d["changes"]],
+            extra=d.get("extra") or {},
+        )
+
+
+def one_line(text: str, limit: int = 1000) -> str:
+    """Collapse whitespace so nothing can forge a log entry or a second line."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class LogLine:
+    lineno: int
+    op: Operation | None
+    error: str | None = None
+
+
+def read_log(log_path: Path) -> Iterator[LogLine]:
+    """Every line of the refs log, oldest first; bad lines come with an error."""
+    try:
+        f = open(log_path, "rb")  # noqa: SIM115
+    except FileNotFoundError:
+        return
+    with f:
+        for lineno, raw in enumerate(f, 1):
+            torn = not raw.endswith(b"\n")
+            try:
+                op = Operation.from_json(json.loads(raw))
+                yield LogLine(lineno, op)
+            except (ValueError, KeyError, TypeError):
+                what = "torn (an interrupted write)" if torn else "unreadable"
+                yield LogLine(lineno, None, f"refs.log line {lineno} is {what}")
+
+
+def newest_first(log_path: Path) -> Iterator[Operation]:
+    """Complete entries from the end of the log backwards (torn lines skipped),
+    reading only as far back as the caller goes."""
+    try:
+        f = open(log_path, "rb")  # noqa: SIM115
+    except FileNotFoundError:
+        return
+    with f:
+        pos = f.seek(0, os.SEEK_END)
+        carry = b""
+        while pos > 0:
+            step = min(1 << 16, pos)
+            pos -= step
+            f.seek(pos)
+            lines = (f.read(step) + carry).split(b"\n")
+            # the first piece may be the tail of a line that starts further back
+            carry = lines[0] if pos > 0 else b""
+            for raw in reversed(lines[1:] if pos > 0 else lines):
+                if raw.strip():
+                    try:
+                        yield Operation.from_json(json.loads(raw))
+                    except (ValueError, KeyError, TypeError):
+                        continue  # a torn line: look further back
