@@ -200,8 +200,8 @@ def log(
     json_out: JsonOpt = False,
 ) -> None:
     """Turns, newest first, like `git log`."""
-    from histstore.history.reading import load_turn, log_entries, parse_since
-    from histstore.overlay.markers import Overlay
+    from histstore.history.reading import parse_since
+    from histstore.overlay import reads
     from histstore.porcelain import render
 
     if n is not None and n < 0:
@@ -209,35 +209,33 @@ def log(
     store = open_store(ctx)
     since_ts = parse_since(since) if since else None
     project = _project_arg(project)
-    entries = log_entries(store, session=session, project=project, since=since_ts)
-    if n is not None:
-        entries = entries[:n]
-    if not entries and not json_out:
+    items = reads.log(
+        store, session=session, project=project, since=since_ts, limit=n, show_all=all_
+    )
+    if not items and not json_out:
         typer.echo("no turns" + (" match" if (session or project or since) else " recorded yet"))
         return
-    overlay = Overlay.read(store)
-    for i, e in enumerate(entries):
-        marker = None if all_ else overlay.hides(e.session.session_id, e.entry.turn_id)
-        if marker is not None:
+    for i, it in enumerate(items):
+        if it.turn is None:
+            assert it.withheld is not None
             _print_forgotten(
-                e.entry.turn_id,
-                e.session.session_id,
-                e.entry.asked_at,
-                marker,
+                it.turn_id,
+                it.session.session_id,
+                it.entry.asked_at,
+                it.withheld,
                 json_out,
                 oneline,
                 i,
             )
             continue
-        turn = load_turn(store, e.entry.object)
         if json_out:
-            typer.echo(json.dumps(_turn_summary(turn, e.entry.object), ensure_ascii=False))
+            typer.echo(json.dumps(_turn_summary(it.turn, it.entry.object), ensure_ascii=False))
         elif oneline:
-            typer.echo(render.oneline(turn))
+            typer.echo(render.oneline(it.turn))
         else:
             if i:
                 typer.echo("")
-            typer.echo(render.turn_text(turn, e.session, max_lines=6))
+            typer.echo(render.turn_text(it.turn, it.session, max_lines=6))
 
 
 def _mode_word(mode: str) -> str:
@@ -280,44 +278,27 @@ def show(
     json_out: JsonOpt = False,
 ) -> None:
     """Show a turn (with --full every step), a session, or any object."""
-    from histstore.history.reading import expand_turn, load_turn, raw_records, resolve
-    from histstore.overlay.markers import Overlay
+    from histstore.history.reading import expand_turn, raw_records
+    from histstore.overlay import reads
     from histstore.porcelain import render
 
     store = open_store(ctx)
-    r = resolve(store, ident)
-    overlay = Overlay.read(store)
-    if r.kind == "object" and not all_ and overlay:
-        kind, payload = store.objects.get(r.id)
-        if kind == "turn":
-            t = json.loads(payload)
-            m = overlay.hides(t["session_id"], t["turn_id"])
-            if m is not None:
-                _print_forgotten(
-                    t["turn_id"], t["session_id"], t["asked_at"], m, json_out, False, 0
-                )
-                return
-        if kind == "session":
-            sid = json.loads(payload).get("session_id")
-            sm = overlay.markers.get(sid or "")
-            if sm is not None and sm.active and sm.target_kind == "session":
-                if json_out:
-                    forgotten = {"mode": sm.mode, "since": sm.ts}
-                    typer.echo(json.dumps({"session_id": sid, "forgotten": forgotten}))
-                else:
-                    typer.echo(
-                        f"session {sid}\n\n    forgotten ({_mode_word(sm.mode)} since {sm.ts})"
-                    )
-                return
+    r = reads.show(store, ident, show_all=all_)
     if r.kind == "turn":
         assert r.entry is not None and r.session is not None
-        marker = None if all_ else overlay.hides(r.session.session_id, r.entry.turn_id)
-        if marker is not None:
+        if r.turn is None:
+            assert r.withheld is not None
             _print_forgotten(
-                r.entry.turn_id, r.session.session_id, r.entry.asked_at, marker, json_out, False, 0
+                r.entry.turn_id,
+                r.session.session_id,
+                r.entry.asked_at,
+                r.withheld,
+                json_out,
+                False,
+                0,
             )
             return
-        turn = load_turn(store, r.entry.object)
+        turn = r.turn
         if raw:
             for line in raw_records(store, turn):
                 typer.echo(line)
@@ -338,17 +319,8 @@ def show(
     elif r.kind == "session":
         assert r.session is not None
         s = r.session
-        sm = overlay.markers.get(s.session_id)
-        if sm is not None and sm.active and sm.target_kind == "session" and not all_:
-            note = f"forgotten ({_mode_word(sm.mode)} since {sm.ts})"
-            if json_out:
-                typer.echo(
-                    json.dumps(
-                        {"session_id": s.session_id, "forgotten": {"mode": sm.mode, "since": sm.ts}}
-                    )
-                )
-            else:
-                typer.echo(f"session {s.session_id}\n\n    {note}")
+        if r.withheld is not None:
+            _print_forgotten_session(s.session_id, r.withheld, json_out)
             return
         if json_out:
             typer.echo(json.dumps(s.as_json(), ensure_ascii=False))
@@ -360,14 +332,33 @@ def show(
         typer.echo(f"Agent:   {s.agent}")
         typer.echo(f"Turns:   {len(s.turns)}")
         typer.echo("")
-        for t in s.turns:
-            marker = None if all_ else overlay.hides(s.session_id, t.turn_id)
-            if marker is not None:
-                _print_forgotten(t.turn_id, s.session_id, t.asked_at, marker, False, True, 0)
+        for it in r.turns:
+            if it.turn is None:
+                assert it.withheld is not None
+                _print_forgotten(
+                    it.turn_id, s.session_id, it.entry.asked_at, it.withheld, False, True, 0
+                )
             else:
-                typer.echo(render.oneline(load_turn(store, t.object)))
+                typer.echo(render.oneline(it.turn))
     else:
-        kind, payload = store.objects.get(r.id)
+        kind = r.object_kind
+        if r.withheld is not None:
+            if "turn_id" in r.names:
+                names = r.names
+                _print_forgotten(
+                    names["turn_id"],
+                    names["session_id"],
+                    names["asked_at"],
+                    r.withheld,
+                    json_out,
+                    False,
+                    0,
+                )
+            else:
+                _print_forgotten_session(r.names["session_id"], r.withheld, json_out)
+            return
+        payload = r.payload
+        assert payload is not None and kind is not None
         if json_out:
             body: Any = (
                 payload.decode("utf-8", "replace") if kind == "blob" else json.loads(payload)
@@ -383,6 +374,16 @@ def show(
             typer.echo(
                 json.dumps(json.loads(payload), ensure_ascii=False, indent=2, sort_keys=True)
             )
+
+
+def _print_forgotten_session(session_id: str, marker: Any, json_out: bool) -> None:
+    if json_out:
+        forgotten = {"mode": marker.mode, "since": marker.ts}
+        typer.echo(json.dumps({"session_id": session_id, "forgotten": forgotten}))
+    else:
+        typer.echo(
+            f"session {session_id}\n\n    forgotten ({_mode_word(marker.mode)} since {marker.ts})"
+        )
 
 
 @app.command()
@@ -478,7 +479,7 @@ def _memory_hits(store: Any, terms: list[str], scope: str | None, everywhere: bo
     """Memory notes that hold the query's terms (only when memory was recorded)."""
     if not (store.root / "refs" / "memory").is_dir():
         return []
-    from histstore.memory.core import search_notes
+    from histstore.memory.prompt import search_notes
 
     return search_notes(store, terms, scope, everywhere=everywhere)
 

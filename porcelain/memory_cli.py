@@ -13,7 +13,8 @@ from histstore.errors import BadInput, Conflict, NotFound
 from histstore.plumbing.common import command_line, new_app, open_store
 
 if TYPE_CHECKING:
-    from histstore.memory.core import MemoryDir, Scope, WritePlan
+    from histstore.memory.scopes import MemoryDir, Scope
+    from histstore.memory.writes import WritePlan
     from histstore.store.store import Store
 
 app = new_app("Memory files with history: checked writes, revisions, diff, restore.")
@@ -43,7 +44,7 @@ class Unconfirmed(BadInput):
 
 def _scope(project: str | None) -> Scope:
     from histstore.history.project import project_key
-    from histstore.memory.core import scope_for
+    from histstore.memory.scopes import scope_for
 
     if project is None:
         return scope_for(None)
@@ -55,7 +56,7 @@ def _scope(project: str | None) -> Scope:
 
 
 def _dir(store: Store, project: str | None, memory_dir: Path | None) -> MemoryDir:
-    from histstore.memory.core import memory_dir as resolve
+    from histstore.memory.scopes import memory_dir as resolve
 
     return resolve(store, _scope(project), memory_dir)
 
@@ -139,7 +140,7 @@ def _accept(plan: WritePlan, yes: bool, json_out: bool) -> None:
 
 
 def _write(ctx: typer.Context, store: Store, plan: WritePlan, yes: bool, json_out: bool) -> None:
-    from histstore.memory.core import apply_write
+    from histstore.memory.writes import apply_write
 
     if plan.duplicates and plan.revise is None and not plan.create and plan.kind == "write":
         _print_duplicates(plan)
@@ -193,7 +194,7 @@ def write(
 ) -> None:
     """Write one memory note and its index line, after a preview; checked, then recorded."""
     from histstore.memory import rules as memrules
-    from histstore.memory.core import draft_fields, plan_write
+    from histstore.memory.writes import draft_fields, plan_write
 
     if revise is not None and create:
         raise BadInput("--revise and --create exclude each other", hint="choose one")
@@ -235,7 +236,7 @@ def write(
 
 def _read_draft(path: Path) -> str:
 
-    from histstore.memory.core import read_regular
+    from histstore.memory.scopes import read_regular
 
     if path.is_dir():
         raise BadInput(f"--from {path} is a directory", hint="give a draft note file")
@@ -264,21 +265,15 @@ def restore(
     json_out: JsonOpt = False,
 ) -> None:
     """Put a note back as it was at a revision (a new revision; the old ones stay)."""
-    from histstore.memory.core import plan_restore, split_name_rev
+    from histstore.memory.revisions import split_name_rev
+    from histstore.memory.writes import plan_restore
 
     name, rev = split_name_rev(target)
     if rev is None:
         raise BadInput(f"{target!r} names no revision", hint="NAME@REV, e.g. use-tabs@~1")
     store = open_store(ctx)
     mdir = _dir(store, project, memory_dir)
-    _refuse_excluded(store, mdir.scope, name)
     plan = plan_restore(store, mdir, name, rev)
-    if _hidden(store)(mdir.scope, plan.file, exclusions_only=True):
-        # (a note the newest revision no longer holds is found at REV only)
-        raise NotFound(
-            f"memory {plan.file} is excluded: it is not restored",
-            hint="`hs unforget` its marker first",
-        )
     _write(ctx, store, plan, yes, json_out)
 
 
@@ -292,8 +287,9 @@ def snapshot(
     """Record the memory directories as they are now (edits agents made on their own)."""
     import os
 
-    from histstore.memory.core import configured_dirs, scope_for, snapshot
-    from histstore.memory.core import memory_dir as resolve
+    from histstore.memory.folders import snapshot
+    from histstore.memory.scopes import configured_dirs, scope_for
+    from histstore.memory.scopes import memory_dir as resolve
 
     store = open_store(ctx)
     cmd = command_line(ctx)
@@ -338,12 +334,10 @@ def log_(
     json_out: JsonOpt = False,
 ) -> None:
     """Revisions newest first, with what each changed."""
-    from histstore.memory.core import log
+    from histstore.memory.revisions import log
 
     store = open_store(ctx)
     scope = _scope(project)
-    if name is not None:
-        _refuse_excluded(store, scope, name)
     entries = log(store, scope, name)
     if not entries and not json_out:
         typer.echo(f"the {scope.label} memory has no revision yet")
@@ -364,42 +358,6 @@ def log_(
             typer.echo(f"    ! conflict {conflict.get('file')}: both versions kept")
 
 
-def _hidden(store: Store) -> Any:
-    from histstore.memory.core import target_id
-    from histstore.overlay.markers import Overlay
-
-    overlay = Overlay.read(store)
-
-    def hidden(scope: Scope, file: str, *, exclusions_only: bool = False) -> bool:
-        try:
-            m = overlay.markers.get(target_id(scope, file))
-        except BadInput:
-            return False
-        if m is None or not m.active:
-            return False
-        return m.mode == "exclude" or not exclusions_only
-
-    return hidden
-
-
-def _refuse_excluded(store: Store, scope: Scope, name: str) -> None:
-    """An excluded note's text is never handed out (hs unforget lifts it)."""
-    from histstore.memory.core import find_file, head, load_revision, load_tree, target_id
-
-    tip = head(store, scope)
-    if tip is None:
-        return
-    try:
-        file = find_file(store, load_tree(store, load_revision(store, tip).tree), name)
-    except (NotFound, BadInput):
-        return
-    if _hidden(store)(scope, file, exclusions_only=True):
-        raise NotFound(
-            f"memory {file} is excluded: its text is not shown",
-            hint=f"hs unforget {target_id(scope, file)} to see it again",
-        )
-
-
 @app.command()
 def show(
     ctx: typer.Context,
@@ -409,18 +367,13 @@ def show(
 ) -> None:
     """Print a note as it is in the newest revision, or at REV (an id prefix or ~N)."""
     from histstore.memory import rules as memrules
-    from histstore.memory.core import drop_index_lines, note_at, split_name_rev, target_id
+    from histstore.memory.revisions import note_at, split_name_rev
+    from histstore.memory.scopes import target_id
 
     store = open_store(ctx)
     scope = _scope(project)
     name, rev = split_name_rev(target)
-    _refuse_excluded(store, scope, name)
     file, data, r = note_at(store, scope, name, rev)
-    hidden = _hidden(store)
-    if hidden(scope, file, exclusions_only=True):
-        raise NotFound(f"memory {file} is excluded: its text is not shown")
-    if memrules.is_index_name(file):
-        data = drop_index_lines(data, lambda f: hidden(scope, f, exclusions_only=True))
     if json_out:
         _echo_json(
             {
@@ -447,17 +400,12 @@ def diff(
     project: ProjectOpt = None,
 ) -> None:
     """A unified diff between revisions (coloured on a terminal)."""
-    from histstore.memory.core import diff as do_diff
+    from histstore.memory.revisions import diff as do_diff
 
     store = open_store(ctx)
     scope = _scope(project)
     name, revs = _diff_args(args or [], lambda a: _names_a_note(store, scope, a))
-    if name is not None:
-        _refuse_excluded(store, scope, name)
-    hidden = _hidden(store)
-    lines = do_diff(
-        store, scope, name, *revs, skip=lambda f: hidden(scope, f, exclusions_only=True)
-    )
+    lines = do_diff(store, scope, name, *revs)
     if not lines:
         typer.echo("no difference")
         return
@@ -485,7 +433,7 @@ def _looks_like_rev(text: str) -> bool:
 
 
 def _names_a_note(store: Store, scope: Scope, text: str) -> bool:
-    from histstore.memory.core import find_file, head, load_revision, load_tree
+    from histstore.memory.revisions import find_file, head, load_revision, load_tree
 
     tip = head(store, scope)
     if tip is None:
@@ -524,8 +472,8 @@ def prompt(
     json_out: JsonOpt = False,
 ) -> None:
     """What a session on MODEL gets: identity, matching model notes, both indexes."""
-    from histstore.memory.core import memory_dir
-    from histstore.memory.core import prompt as build
+    from histstore.memory.prompt import prompt as build
+    from histstore.memory.scopes import memory_dir
 
     store = open_store(ctx)
     # --memory-dir and $MEMORY_DIR name the scope the command is about: the
@@ -539,7 +487,7 @@ def prompt(
         except NotFound as e:
             typer.echo(f"hs: note: {e.message}", err=True)
         dirs.append(memory_dir(store, _scope(project), memory_dir_opt))
-    parts = build(store, model, dirs, _hidden(store))
+    parts = build(store, model, dirs)
     if json_out:
         for p in parts:
             _echo_json(p.as_json())
@@ -620,7 +568,7 @@ def dir_(
     json_out: JsonOpt = False,
 ) -> None:
     """Show or set the memory directory of a scope (kept in config.toml)."""
-    from histstore.memory.core import configured_dirs, memory_dir, scope_for
+    from histstore.memory.scopes import configured_dirs, memory_dir, scope_for
     from histstore.store.config import read_config, write_config
 
     store = open_store(ctx)

@@ -17,7 +17,7 @@ from histstore.porcelain.render import size_text
 if TYPE_CHECKING:
     from histstore.store.oplog import RefChange
     from histstore.store.store import Store
-    from histstore.sync.core import SyncReport
+    from histstore.sync.engine import SyncReport
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object.")]
 DryRunOpt = Annotated[
@@ -136,7 +136,8 @@ def _run(
     json_out: bool,
     init: bool = False,
 ) -> None:
-    from histstore.sync.core import check_empty_folder, connect, get_remote, preview_fresh, sync
+    from histstore.sync.engine import preview_fresh, sync
+    from histstore.sync.remotes import check_empty_folder, connect, get_remote
 
     store = open_store(ctx)
     remote = get_remote(store, name)
@@ -173,14 +174,11 @@ def _run(
         finally:
             bar.close()
         rep.initialized = created
-    followed = [] if rep.dry_run else _follow_memory(store, rep)
     if json_out:
-        out = rep.as_json()
-        out["memory_dirs"] = followed
-        typer.echo(json.dumps(out, ensure_ascii=False))
+        typer.echo(json.dumps(rep.as_json(), ensure_ascii=False))
     else:
         _print_report(rep)
-        for line in followed:
+        for line in rep.memory_dirs:
             typer.echo(f"memory: {line}")
     if rep.index_error:
         typer.echo(
@@ -188,43 +186,6 @@ def _run(
             "hint: the sync stands; `hs plumbing index-build` rebuilds the index",
             err=True,
         )
-
-
-def _follow_memory(store: Store, rep: SyncReport) -> list[str]:
-    """After this store's memory refs moved: each scope's configured directory
-    follows, but only when it still holds exactly the old revision's files
-    (histstore.memory.follow; never over an edit not recorded). The sync itself
-    stands whatever happens here."""
-    from histstore.errors import HistError
-    from histstore.memory.core import Scope, behind, follow, load_revision
-
-    out = []
-    moved = set()
-    for c in rep.local_changes:
-        if not c.ref.startswith("memory/") or c.new is None:
-            continue
-        scope_id = c.ref[len("memory/") :]
-        moved.add(scope_id)
-        try:
-            scope = Scope(scope_id, load_revision(store, c.new).project)
-            said = follow(store, scope, c.old, c.new)
-        except HistError as e:
-            said = f"{scope_id} memory directory not updated: {e.message}"
-        if said:
-            out.append(said)
-    # a folder an earlier push into this store left behind catches up too
-    try:
-        late = [b for b in behind(store) if b[0].id not in moved]
-    except HistError:
-        late = []
-    for scope, base, tip in late:
-        try:
-            said = follow(store, scope, base, tip)
-        except HistError as e:
-            said = f"{scope.id} memory directory not updated: {e.message}"
-        if said:
-            out.append(said)
-    return out
 
 
 def push(
@@ -255,7 +216,7 @@ def sync_cmd(
 
 
 def _remote_info(store: Store, remote: Any) -> dict[str, Any]:
-    from histstore.sync.core import TRACKING
+    from histstore.sync.remotes import TRACKING
 
     out: dict[str, Any] = remote.as_json()
     out["store"] = (remote.path / "config.toml").exists()
@@ -277,7 +238,7 @@ def register(app: typer.Typer) -> None:
         """Remember another store folder under a name (it may not exist yet)."""
         from pathlib import Path
 
-        from histstore.sync.core import add_remote
+        from histstore.sync.remotes import add_remote
 
         store = open_store(ctx)
         remote = add_remote(store, name, Path(path))
@@ -292,7 +253,7 @@ def register(app: typer.Typer) -> None:
     @remote_app.command("list")
     def remote_list(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         """The remotes: name, path, and whether a store is there."""
-        from histstore.sync.core import remote_entries
+        from histstore.sync.remotes import remote_entries
 
         store = open_store(ctx)
         found, bad = remote_entries(store)
@@ -317,7 +278,7 @@ def register(app: typer.Typer) -> None:
     @remote_app.command("remove")
     def remote_remove(ctx: typer.Context, name: NameArg, json_out: JsonOpt = False) -> None:
         """Forget a remote and its remote-tracking refs (the remote store is untouched)."""
-        from histstore.sync.core import remove_remote
+        from histstore.sync.remotes import remove_remote
 
         store = open_store(ctx)
         remote, op = remove_remote(store, name, command_line(ctx, name))

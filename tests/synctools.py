@@ -12,7 +12,7 @@ from histstore.store.codec import canonical_json
 from histstore.store.oplog import RefChange
 from histstore.store.store import Store
 from histstore.store.views import view_lines
-from histstore.sync.core import synced_refs
+from histstore.sync.engine import synced_refs
 
 
 def add_turns(store: Store, tmp: Path, numbers: list[int], **over: Any) -> None:
@@ -68,7 +68,7 @@ def memory_files(store: Store, scope: str) -> dict[str, bytes]:
 
 def reachable(store: Store) -> set[str]:
     """Every object the synced refs reach."""
-    from histstore.sync.core import children
+    from histstore.sync.walk import children
 
     seen: set[str] = set()
     todo = list(synced_refs(store).values())

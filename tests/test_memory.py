@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from helpers import HS
 
-from histstore.memory import core as memory
-from histstore.memory.core import scope_for, target_id
+from histstore.memory import writes as memory
+from histstore.memory.scopes import scope_for, target_id
 from histstore.store.store import Store
 
 WHY = "\n\n**Why:** gofmt formats it so.\n\n**How to apply:** indent Go with tabs."
@@ -650,6 +650,8 @@ def test_a_scope_wide_diff_leaves_out_an_excluded_note(hs: HS, mem: Path) -> Non
 def test_follow_brings_a_clean_directory_along_and_never_overwrites_edits(
     hs: HS, tmp_path: Path, store: Store
 ) -> None:
+    from histstore.memory import folders as memory
+
     d = tmp_path / "sysmem"
     d.mkdir()
     assert hs("memory", "dir", "--set", str(d)).exit_code == 0

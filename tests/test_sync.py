@@ -27,14 +27,9 @@ from histstore.recall.index import RecallIndex
 from histstore.store.codec import canonical_json, hash_object
 from histstore.store.kinds import SessionRev, TurnEntry
 from histstore.store.store import Store
-from histstore.sync.core import (
-    Objects,
-    merge_markers,
-    merge_memory,
-    merge_sessions,
-    sync,
-    synced_refs,
-)
+from histstore.sync.engine import sync, synced_refs
+from histstore.sync.merge import merge_markers, merge_memory, merge_sessions
+from histstore.sync.walk import Objects
 
 
 @pytest.fixture
@@ -932,7 +927,7 @@ def test_a_walk_keeps_at_most_its_budget_of_payloads(
     payloads: a counting source logs every read and every emit, and the bytes
     read but not yet emitted never exceed the walk's budget (an object with
     children past the budget is read again when it is emitted)."""
-    import histstore.sync.core as sync_mod
+    import histstore.sync.walk as sync_mod
     from histstore.store.objectstore import MemoryObjectStore
 
     store = MemoryObjectStore()

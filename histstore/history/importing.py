@@ -345,7 +345,7 @@ def import_paths(
         imp.commit(batch)
     refresh_index(store, imp.report)
     # the memory directories config.toml names are recorded alongside the sessions
-    from histstore.memory.core import snapshot_configured
+    from histstore.memory.folders import snapshot_configured
 
     imp.report.memory_operations = [
         op.op for _scope, op in snapshot_configured(store, command=command + " (memory snapshot)")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from histstore.errors import Ambiguous, BadInput, HistError, NotFound
-from histstore.memory.core import TARGET_PREFIX
+from histstore.memory.scopes import TARGET_PREFIX
 from histstore.overlay.markers import (
     MODES,
     PREFIX,
@@ -30,6 +30,7 @@ from histstore.overlay.markers import (
     load_marker,
     put_marker,
 )
+from histstore.overlay.visibility import View, withholds
 from histstore.recall.index import RecallIndex
 from histstore.store.clock import now_rfc3339
 from histstore.store.oplog import Operation, RefChange, one_line
@@ -145,8 +146,9 @@ def _memory_note(store: Store, target: str) -> tuple[str, str] | None:
     """(scope id, description) of the memory note a target names, when the
     scope's newest revision holds it."""
     from histstore.memory import rules as memrules
-    from histstore.memory.core import PREFIX as MEMORY_PREFIX
-    from histstore.memory.core import load_revision, load_tree, parse_target
+    from histstore.memory.revisions import load_revision, load_tree
+    from histstore.memory.scopes import PREFIX as MEMORY_PREFIX
+    from histstore.memory.scopes import parse_target
 
     parsed = parse_target(target)
     if parsed is None:
@@ -166,7 +168,7 @@ def _memory_note(store: Store, target: str) -> tuple[str, str] | None:
 
 
 def _memory_target(store: Store, text: str) -> Target:
-    from histstore.memory.core import parse_target
+    from histstore.memory.scopes import parse_target
 
     parsed = parse_target(text)
     if parsed is None:
@@ -388,25 +390,33 @@ class Forgotten:
 
 
 def forgotten(store: Store) -> list[Forgotten]:
-    """Every active marker, newest first, with what it hides in the store now."""
+    """Every active marker, newest first, with what it hides in the store now.
+    The first prompt (a note's description) is given for a tombstone only: an
+    exclusion's target is counted, never quoted (histstore.overlay.visibility)."""
     overlay = Overlay.read(store)
     refs = store.refs.list_refs(PREFIX)
     sessions = {s.session_id: s for s in store.sessions()} if overlay else {}
     out = []
     for m in overlay.active():
         s = sessions.get(m.session)
+        quote = withholds(m, View.FORGOTTEN) is None
+        first: str | None = None  # the object whose first prompt to quote
         if m.target_kind == "memory":
             note = _memory_note(store, m.target)
-            hides, first = (1, note[1]) if note else (0, "")
+            hides, text = (1, note[1]) if note else (0, "")
         elif s is None:
-            hides, first = 0, ""
+            hides, text = 0, ""
         elif m.target_kind == "session":
-            hides = len(s.turns)
-            first = _first_prompt(store, s.turns[0].object) if s.turns else ""
+            hides, text = len(s.turns), ""
+            first = s.turns[0].object if s.turns else None
         else:
             entry = next((e for e in s.turns if e.turn_id == m.target), None)
-            hides = 1 if entry else 0
-            first = _first_prompt(store, entry.object) if entry else ""
-        out.append(Forgotten(m, refs[PREFIX + m.target], hides, first))
+            hides, text = (1 if entry else 0), ""
+            first = entry.object if entry else None
+        if not quote:
+            text = ""
+        elif first is not None:
+            text = _first_prompt(store, first)
+        out.append(Forgotten(m, refs[PREFIX + m.target], hides, text))
     out.sort(key=lambda f: f.marker.ts, reverse=True)
     return out

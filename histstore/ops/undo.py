@@ -14,7 +14,7 @@ directory still holds what the operation wrote (else the undo conflicts).
 from __future__ import annotations
 
 from histstore.errors import Ambiguous, BadInput, Conflict, NotFound
-from histstore.memory.core import after_undo, undo_files
+from histstore.memory.writes import after_undo, undo_files
 from histstore.ops.forget import RebuildFailed
 from histstore.overlay.markers import PREFIX as OVERLAY_PREFIX
 from histstore.recall.index import RecallIndex

@@ -14,6 +14,7 @@ from typing import Any
 
 from histstore.history.reading import expand_turn, load_turn, log_entries, raw_records
 from histstore.overlay.markers import Overlay
+from histstore.overlay.visibility import View, Visibility
 from histstore.store.kinds import SessionRev
 from histstore.store.store import Store
 
@@ -31,12 +32,12 @@ def exported_turns(
     """(session, turn record) oldest first, exclusions left out. The overlay is
     read again as the export goes (every ``RECHECK`` turns), so an exclusion
     made while a long export runs holds for the turns not yet written."""
-    overlay = Overlay.read(store)
+    vis = Visibility(Overlay.read(store))
     entries = log_entries(store, session=session, project=project, since=since)
     for i, e in enumerate(reversed(entries)):
         if i and i % RECHECK == 0:
-            overlay = Overlay.read(store)
-        if overlay.excludes(e.session.session_id, e.entry.turn_id):
+            vis = Visibility(Overlay.read(store))
+        if vis.turn(View.EXPORT, e.session.session_id, e.entry.turn_id):
             continue
         turn = expand_turn(store, load_turn(store, e.entry.object))
         turn["raw"] = raw_records(store, turn)

@@ -34,7 +34,8 @@ import pytest
 
 from histstore.history.importing import import_paths
 from histstore.store.store import Store
-from histstore.sync.core import add_remote, sync
+from histstore.sync.engine import sync
+from histstore.sync.remotes import add_remote
 
 ROUNDS = int(os.environ.get("HS_BENCH_SYNC_ROUNDS", "5"))
 TARGET_S = 1.0

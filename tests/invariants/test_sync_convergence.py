@@ -20,7 +20,7 @@ from histstore.history.importing import import_paths
 from histstore.ops.forget import forget, resolve_target, unforget
 from histstore.ops.fsck import fsck
 from histstore.store.store import Store
-from histstore.sync.core import sync
+from histstore.sync.engine import sync
 
 SESSIONS = ["s0", "s1"]
 SCOPES = ["system", "p-00000000000000aa"]

@@ -17,7 +17,7 @@ from synctools import add_turns, state, turn_ids, write_memory
 from histstore.ops.forget import forget, resolve_target
 from histstore.ops.fsck import fsck
 from histstore.store.store import Store
-from histstore.sync.core import sync
+from histstore.sync.engine import sync
 
 # The child syncs store A with store B both ways, dying at the chosen point as a
 # kill would (os._exit: no cleanup, no lock released by Python).
@@ -26,7 +26,7 @@ import os, sys
 from pathlib import Path
 from histstore.store import objectstore
 from histstore.store import refs
-from histstore.sync import core as sync_mod
+from histstore.sync import engine as sync_mod
 from histstore.store import Store
 
 point = sys.argv[3]
@@ -168,7 +168,7 @@ def test_a_sync_killed_at_each_step(tmp_path: Path, point: str) -> None:
 LATE_KILL = r"""
 import os, sys
 from pathlib import Path
-from histstore.sync import core as sync_mod
+from histstore.sync import engine as sync_mod
 from histstore.store import Store
 
 sync_mod.CHECKPOINT_OBJECTS = 50
@@ -229,7 +229,7 @@ PUSHER = r"""
 import sys, time
 from pathlib import Path
 from histstore.store import Store
-from histstore.sync.core import sync
+from histstore.sync.engine import sync
 
 go = Path(sys.argv[3])
 while not go.exists():
@@ -277,7 +277,7 @@ MUTUAL = r"""
 import sys, time
 from pathlib import Path
 from histstore.store import Store
-from histstore.sync.core import sync
+from histstore.sync.engine import sync
 
 go = Path(sys.argv[3])
 while not go.exists():

@@ -1,0 +1,348 @@
+"""Revisions of a scope: the memory trees and revisions the store keeps, read back.
+
+A revision (``memrev``) names its tree (``memtree``: file name -> blob) and
+its parents; ``memory/<scope>`` points at the newest. This module reads them:
+history newest first, a note at a revision, what each revision changed, and
+unified diffs, with the overlay applied (an excluded note's text is never
+shown, and its index line is dropped).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from histstore.errors import BadInput, HistError, NotFound
+from histstore.memory import rules as memrules
+from histstore.memory.scopes import PREFIX, Scope, drop_index_lines, redacted, target_id
+from histstore.overlay.markers import Overlay
+from histstore.overlay.visibility import View, Visibility
+from histstore.store.codec import canonical_json, is_id_prefix
+from histstore.store.store import Store
+
+
+@dataclass(frozen=True)
+class Revision:
+    id: str
+    scope: str
+    project: str | None
+    tree: str
+    parents: list[str]
+    time: str
+    kind: str
+    message: str
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "scope": self.scope,
+            "project": self.project,
+            "tree": self.tree,
+            "parents": self.parents,
+            "time": self.time,
+            "kind": self.kind,
+            "message": self.message,
+        }
+        if self.conflicts:
+            d["conflicts"] = self.conflicts
+        return d
+
+
+def load_revision(store: Store, rev_id: str) -> Revision:
+    d = store.get_json(rev_id, "memrev")
+    try:
+        return Revision(
+            rev_id,
+            d["scope"],
+            d.get("project"),
+            d["tree"],
+            list(d["parents"]),
+            d["time"],
+            d["kind"],
+            d.get("message") or "",
+            list(d.get("conflicts") or []),
+        )
+    except (KeyError, TypeError) as e:
+        from histstore.errors import CorruptObject
+
+        raise CorruptObject(rev_id, f"not a memory revision (missing {e})") from None
+
+
+def load_tree(store: Store, tree_id: str) -> dict[str, str]:
+    files = store.get_json(tree_id, "memtree").get("files")
+    if not isinstance(files, dict):
+        from histstore.errors import CorruptObject
+
+        raise CorruptObject(tree_id, "not a memory tree")
+    return dict(files)
+
+
+def head(store: Store, scope: Scope) -> str | None:
+    return store.refs.read(scope.ref)
+
+
+def scopes(store: Store) -> dict[str, str]:
+    """scope id -> its newest revision id."""
+    n = len(PREFIX)
+    return {k[n:]: v for k, v in store.refs.list_refs(PREFIX).items()}
+
+
+def history(store: Store, rev_id: str | None) -> Iterator[Revision]:
+    """Every revision reachable from ``rev_id``, newest first (merges followed)."""
+    seen: set[str] = set()
+    frontier = [rev_id] if rev_id else []
+    loaded: dict[str, Revision] = {}
+    while frontier:
+        for r in frontier:
+            if r not in loaded:
+                loaded[r] = load_revision(store, r)
+        frontier.sort(key=lambda r: (loaded[r].time, r), reverse=True)
+        rev = loaded[frontier.pop(0)]
+        if rev.id in seen:
+            continue
+        seen.add(rev.id)
+        yield rev
+        frontier.extend(p for p in rev.parents if p not in seen)
+
+
+def put_tree(store: Store, files: dict[str, bytes]) -> str:
+    ids = {name: store.objects.put("blob", redacted(store, data)) for name, data in files.items()}
+    return store.objects.put("memtree", canonical_json({"files": ids}))
+
+
+def note_key(name: str) -> str:
+    return name.strip().lower()
+
+
+def find_file(store: Store, files: dict[str, str], name: str) -> str:
+    """A note of a tree by file name, ``<type>_<slug>``, slug or frontmatter name."""
+    key = note_key(name)
+    if not key:
+        raise BadInput("no memory name given")
+    for f in files:
+        if f.lower() in (key, key + ".md"):
+            return f
+    by_slug = [f for f in files if (s := memrules.split_file_name(f)) and s[1] == key]
+    if len(by_slug) == 1:
+        return by_slug[0]
+    by_name = []
+    for f, blob in files.items():
+        if memrules.is_index_name(f):
+            continue
+        note, _ = memrules.parse_note(f, store.get_blob(blob))
+        if note is not None and note_key(note.name) == key:
+            by_name.append(f)
+    found = by_name or by_slug
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        from histstore.errors import Ambiguous
+
+        raise Ambiguous(f"memory {name!r} is ambiguous", sorted(found), hint="give the file name")
+    raise NotFound(f"no memory {name!r}", hint="see the notes with `hs memory log`")
+
+
+def resolve_rev(store: Store, scope: Scope, text: str | None) -> Revision:
+    """A revision of the scope: None for the newest, an id prefix, or ``~N``
+    (N revisions before the newest)."""
+    tip = head(store, scope)
+    if tip is None:
+        raise NotFound(
+            f"the {scope.label} memory has no revision yet",
+            hint="record one with `hs memory snapshot`",
+        )
+    if text is None or text in ("", "~0"):
+        return load_revision(store, tip)
+    revs = history(store, tip)
+    if text.startswith("~") and text[1:].isdigit():
+        back = int(text[1:])
+        for i, rev in enumerate(revs):
+            if i == back:
+                return rev
+        raise NotFound(f"the {scope.label} memory has no revision {text}")
+    if not is_id_prefix(text.lower()):
+        raise BadInput(
+            f"{text!r} is not a revision", hint="give a revision id (4+ hex digits) or ~N"
+        )
+    found = [r for r in revs if r.id.startswith(text.lower())]
+    if not found:
+        raise NotFound(f"no revision {text} in the {scope.label} memory", hint="see hs memory log")
+    if len(found) > 1:
+        from histstore.errors import Ambiguous
+
+        raise Ambiguous(f"revision {text!r} is ambiguous", [r.id for r in found[:10]])
+    return found[0]
+
+
+def split_name_rev(text: str) -> tuple[str, str | None]:
+    name, sep, rev = text.rpartition("@")
+    return (name, rev) if sep and name else (text, None)
+
+
+@dataclass(frozen=True)
+class Change:
+    file: str
+    status: str  # "added" | "modified" | "removed"
+    old: str | None
+    new: str | None
+
+
+def changes(store: Store, old_tree: str | None, new_tree: str) -> list[Change]:
+    a = load_tree(store, old_tree) if old_tree else {}
+    b = load_tree(store, new_tree)
+    out = []
+    for f in sorted(set(a) | set(b)):
+        if a.get(f) == b.get(f):
+            continue
+        status = "added" if f not in a else "removed" if f not in b else "modified"
+        out.append(Change(f, status, a.get(f), b.get(f)))
+    return out
+
+
+def first_parent_tree(store: Store, rev: Revision) -> str | None:
+    return load_revision(store, rev.parents[0]).tree if rev.parents else None
+
+
+def _withheld(store: Store) -> Callable[[Scope, str], bool]:
+    """Whether a note's text is withheld from the memory views (an exclusion:
+    histstore.overlay.visibility, View.MEMORY_SHOW)."""
+    vis = Visibility(Overlay.read(store))
+    return lambda scope, file: vis.note(View.MEMORY_SHOW, scope.id, file) is not None
+
+
+def refuse_excluded(store: Store, scope: Scope, file: str) -> None:
+    """An excluded note's text is never handed out (hs unforget lifts it)."""
+    if _withheld(store)(scope, file):
+        raise NotFound(
+            f"memory {file} is excluded: its text is not shown",
+            hint=f"hs unforget {target_id(scope, file)} to see it again",
+        )
+
+
+def _refuse_name(store: Store, scope: Scope, name: str) -> None:
+    """As :func:`refuse_excluded`, for a name the newest revision holds."""
+    tip = head(store, scope)
+    if tip is None:
+        return
+    try:
+        file = find_file(store, load_tree(store, load_revision(store, tip).tree), name)
+    except (NotFound, BadInput):
+        return
+    refuse_excluded(store, scope, file)
+
+
+def log(store: Store, scope: Scope, name: str | None = None) -> list[tuple[Revision, list[Change]]]:
+    """Revisions newest first with what each changed (only those touching
+    ``name`` when given; an excluded note's history is not shown)."""
+    out = []
+    file: str | None = None
+    if name is not None:
+        _refuse_name(store, scope, name)
+        file = _file_in_history(store, scope, name)
+    for rev in history(store, head(store, scope)):
+        ch = changes(store, first_parent_tree(store, rev), rev.tree)
+        if file is not None:
+            ch = [c for c in ch if c.file == file]
+            if not ch:
+                continue
+        out.append((rev, ch))
+    return out
+
+
+def _file_in_history(store: Store, scope: Scope, name: str) -> str:
+    """The file a name means: looked up in the newest revision, then older ones
+    (a note that was removed)."""
+    last: HistError | None = None
+    for rev in history(store, head(store, scope)):
+        try:
+            return find_file(store, load_tree(store, rev.tree), name)
+        except NotFound as e:
+            last = e
+    if last is None:
+        raise NotFound(f"the {scope.label} memory has no revision yet")
+    raise last
+
+
+def note_at(
+    store: Store, scope: Scope, name: str, rev_text: str | None
+) -> tuple[str, bytes, Revision]:
+    """(file, bytes, revision) of a note at a revision (default: the newest),
+    as the memory views may show it: an excluded note is refused (checked by
+    the name in the newest revision and by the file found at the revision),
+    and an index comes without the lines of excluded notes."""
+    _refuse_name(store, scope, name)
+    rev = resolve_rev(store, scope, rev_text)
+    files = load_tree(store, rev.tree)
+    file = _file_in_history(store, scope, name) if rev_text is None else None
+    if file is None or file not in files:
+        file = find_file(store, files, name)
+    refuse_excluded(store, scope, file)
+    data = store.get_blob(files[file])
+    if memrules.is_index_name(file):
+        withheld = _withheld(store)
+        data = drop_index_lines(data, lambda f: withheld(scope, f))
+    return file, data, rev
+
+
+def unified(old: bytes | None, new: bytes | None, old_label: str, new_label: str) -> list[str]:
+    a = (old or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    b = (new or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    lines = list(difflib.unified_diff(a, b, old_label, new_label))
+    return [ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines]
+
+
+def diff(
+    store: Store,
+    scope: Scope,
+    name: str | None,
+    rev1: str | None,
+    rev2: str | None,
+) -> list[str]:
+    """A unified diff. No revisions: the last change (of ``name``, or of the
+    scope); one: that revision against the newest; two: the first against the
+    second. Excluded notes are left out (and their index lines); naming one
+    is refused."""
+    withheld = _withheld(store)
+
+    def skip(file: str) -> bool:
+        return withheld(scope, file)
+
+    if name is not None:
+        _refuse_name(store, scope, name)
+    if rev1 is None:
+        entries = log(store, scope, name)
+        if not entries:
+            raise NotFound(f"the {scope.label} memory has no revision yet")
+        rev = entries[0][0]
+        b = rev
+        a = load_revision(store, rev.parents[0]) if rev.parents else None
+    else:
+        a = resolve_rev(store, scope, rev1)
+        b = resolve_rev(store, scope, rev2)
+    a_files = load_tree(store, a.tree) if a else {}
+    b_files = load_tree(store, b.tree)
+    if name is not None:
+        try:
+            file = find_file(store, b_files, name)
+        except NotFound:
+            file = find_file(store, a_files, name)
+        wanted = [file]
+    else:
+        wanted = sorted(set(a_files) | set(b_files))
+    out: list[str] = []
+    for f in wanted:
+        if a_files.get(f) == b_files.get(f) or skip(f):
+            continue
+        old = store.get_blob(a_files[f]) if f in a_files else None
+        new = store.get_blob(b_files[f]) if f in b_files else None
+        if memrules.is_index_name(f):
+            old = drop_index_lines(old, skip) if old is not None else None
+            new = drop_index_lines(new, skip) if new is not None else None
+            if old == new:
+                continue
+        a_label = f"a/{f}@{a.id[:12]}" if a and f in a_files else "/dev/null"
+        b_label = f"b/{f}@{b.id[:12]}" if f in b_files else "/dev/null"
+        out.extend(unified(old, new, a_label, b_label))
+    return out

@@ -1,0 +1,278 @@
+"""Scopes and their folders: which memory a command is about, and where it lives.
+
+The system scope and one per project key (``memory/system``,
+``memory/p-<16 hex of blake3(project key)>``); a scope's folder is
+``--memory-dir``, else ``$MEMORY_DIR``, else ``[memory.dirs]`` in config.toml.
+Every folder and every name in it is distrusted: a folder git would track, one
+inside the store, a missing one, a name resolving outside, anything but a
+regular file, and a file over its size limit are refused. Also the overlay
+target that names a note, and the index file's lines as links.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import blake3
+
+from histstore.errors import BadInput, NotFound
+from histstore.memory import rules as memrules
+from histstore.overlay.targets import MEMORY_PREFIX, memory_target, parse_memory_target
+from histstore.store.store import Store
+
+PREFIX = "memory/"
+
+
+SYSTEM = "system"
+
+
+DEFAULT_INDEX_WARN_TOKENS = 2500
+
+
+#: the system scope's note that says who the person is (hs memory prompt)
+IDENTITY_FILE = "user_identity.md"
+
+
+INDEX_FILE = "MEMORY.md"
+
+
+#: the revision kinds that changed files in the directory (undo puts them back)
+FILE_KINDS = ("write", "restore")
+
+
+@dataclass(frozen=True)
+class Scope:
+    id: str  # "system" or "p-<16 hex>"
+    project: str | None  # the project key, None for the system scope
+
+    @property
+    def ref(self) -> str:
+        return PREFIX + self.id
+
+    @property
+    def label(self) -> str:
+        return "system" if self.project is None else f"project {self.project}"
+
+
+def scope_for(project: str | None) -> Scope:
+    """The system scope (None) or the scope of a project key."""
+    if project is None:
+        return Scope(SYSTEM, None)
+    digest = blake3.blake3(project.encode("utf-8")).hexdigest()
+    return Scope(f"p-{digest[:16]}", project)
+
+
+def configured_dirs(store: Store) -> dict[str, str]:
+    """``[memory.dirs]`` of config.toml: ``system`` or a project key -> directory."""
+    dirs = store.config.get("memory", {}).get("dirs", {})
+    if not isinstance(dirs, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in dirs.items()
+    ):
+        raise BadInput("config.toml: [memory.dirs] must map scope names to directory paths")
+    return dirs
+
+
+def index_warn_tokens(store: Store) -> int:
+    value = store.config.get("memory", {}).get("index_warn_tokens", DEFAULT_INDEX_WARN_TOKENS)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise BadInput(
+            "config.toml: memory.index_warn_tokens must be a whole number >= 0",
+            hint="0 turns the warning off",
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class MemoryDir:
+    scope: Scope
+    path: Path  # resolved
+    source: str  # "--memory-dir", "MEMORY_DIR", "config"
+
+
+def _in_version_control(path: Path) -> bool:
+    """Would git track files in ``path``? (inside a work tree and not ignored)"""
+    top = next((d for d in (path, *path.parents) if (d / ".git").exists()), None)
+    if top is None:
+        return False
+    try:
+        ignored = subprocess.run(
+            ["git", "-C", str(top), "check-ignore", "-q", str(path / "MEMORY.md")],
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return True  # no git to ask: a work tree is a work tree
+    return ignored.returncode != 0
+
+
+def memory_dir(
+    store: Store,
+    scope: Scope,
+    given: Path | None = None,
+    *,
+    use_env: bool = True,
+    given_as: str = "--memory-dir",
+) -> MemoryDir:
+    """``--memory-dir``, else ``$MEMORY_DIR``, else the folder config.toml names.
+
+    Every path is untrusted: one inside a git work tree (not ignored) is
+    refused, and a missing directory is never created here."""
+    if given is not None:
+        raw, source = str(given), given_as
+    elif use_env and os.environ.get("MEMORY_DIR"):
+        raw, source = os.environ["MEMORY_DIR"], "MEMORY_DIR"
+    else:
+        dirs = configured_dirs(store)
+        key = SYSTEM if scope.project is None else scope.project
+        if key not in dirs:
+            raise NotFound(
+                f"no memory directory for the {scope.label} scope",
+                hint="pass --memory-dir DIR, set MEMORY_DIR, or name one with "
+                "`hs memory dir --set DIR`",
+            )
+        raw, source = dirs[key], "config"
+    if "\0" in raw:
+        raise BadInput(f"{source} holds a NUL character")
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    if not path.exists():
+        raise NotFound(
+            f"{source} {path} does not exist",
+            hint=f"create it first (mkdir -p {path}); hs does not create memory directories",
+        )
+    if not path.is_dir():
+        raise BadInput(f"{source} {path} is not a directory")
+    path = path.resolve()
+    root = store.root.resolve()
+    if path == root or path.is_relative_to(root) or root.is_relative_to(path):
+        raise BadInput(
+            f"{source} {path} is inside the store (or holds it)",
+            hint="keep memory in its own folder, apart from the store",
+        )
+    if _in_version_control(path):
+        raise BadInput(
+            f"{source} is inside version control ({path})",
+            hint="keep memory outside a git work tree, or list it in .gitignore",
+        )
+    return MemoryDir(scope, path, source)
+
+
+def inside(directory: Path, name: str) -> Path:
+    """The file ``name`` of ``directory``; refused when it would resolve outside."""
+    if not name or "/" in name or "\\" in name or name in (".", "..") or "\0" in name:
+        raise BadInput(f"{name!r} is not a file name in the memory directory")
+    path = directory / name
+    if path.is_symlink() or not path.resolve().is_relative_to(directory):
+        raise BadInput(
+            f"{name} resolves outside the memory directory {directory}",
+            hint="memory files must be regular files inside the directory (no symlinks)",
+        )
+    return path
+
+
+def read_files(directory: Path) -> dict[str, bytes]:
+    """The files a revision records: the top-level regular ``*.md`` files (the
+    notes and the index). Symlinks are refused, other files ignored."""
+    out: dict[str, bytes] = {}
+    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+        if entry.name.startswith(".") or not entry.name.lower().endswith(".md"):
+            continue
+        if entry.is_symlink() and not Path(entry.path).resolve().is_relative_to(
+            directory.resolve()
+        ):
+            raise BadInput(
+                f"{entry.name} in {directory} is a symlink leading outside it",
+                hint="memory files must be regular files inside the directory",
+            )
+        if entry.is_file():
+            data = read_regular(
+                Path(entry.path), max(memrules.MAX_NOTE_BYTES, memrules.MAX_INDEX_BYTES)
+            )
+            if data is not None:
+                out[entry.name] = data
+    return out
+
+
+def read_regular(path: Path, limit: int = memrules.MAX_NOTE_BYTES) -> bytes | None:
+    """A memory file's bytes; None when there is none. Anything but a regular
+    file (a FIFO, a device, a folder) is refused before it is opened, and so is
+    a file over ``limit`` bytes."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise BadInput(f"{path} is not a regular file", hint="memory files are plain text files")
+    if st.st_size > limit:
+        raise BadInput(
+            f"{path.name} is {st.st_size} bytes, over the {limit}-byte limit of a memory file",
+            hint="shorten it; `hs memory check` lists every problem",
+        )
+    return path.read_bytes()
+
+
+def redacted(store: Store, data: bytes) -> bytes:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data  # not text: kept as it is (hs memory check refuses it)
+    clean = store.redactor(text)
+    return data if clean == text else clean.encode("utf-8")
+
+
+def index_link(line: str) -> str | None:
+    m = re.search(r"\]\(([^)]+)\)", line)
+    return m.group(1) if m else None
+
+
+def split_index(data: bytes, withheld: set[str]) -> tuple[list[str], list[str]]:
+    """An index's lines (with their endings): (the others, those of withheld notes)."""
+    mine: list[str] = []
+    held: list[str] = []
+    for ln in data.decode("utf-8", "replace").splitlines(keepends=True):
+        (held if index_link(ln) in withheld else mine).append(ln)
+    return mine, held
+
+
+def join_index_lines(lines: list[str], extra: list[str]) -> bytes:
+    out = list(lines)
+    if out and extra and not out[-1].endswith("\n"):
+        out[-1] += "\n"
+    return "".join(out + extra).encode("utf-8")
+
+
+def drop_index_lines(data: bytes, hidden: Callable[[str], bool]) -> bytes:
+    """An index without the lines of the notes ``hidden`` names (exclusions:
+    not even a note's name and description are handed out)."""
+    lines = data.decode("utf-8", "replace").splitlines(keepends=True)
+    return "".join(ln for ln in lines if (f := index_link(ln)) is None or not hidden(f)).encode()
+
+
+def index_file(directory: Path) -> str:
+    """The directory's index: ``MEMORY.md``, else another name in any case
+    (``memory.md``, ``INDEX.md``) that is there, else ``MEMORY.md`` (created)."""
+    if (directory / INDEX_FILE).is_file():
+        return INDEX_FILE
+    found = memrules.index_order(e.name for e in os.scandir(directory) if e.is_file())
+    return found[0] if found else INDEX_FILE
+
+
+TARGET_PREFIX = MEMORY_PREFIX
+
+
+def target_id(scope: Scope, file: str) -> str:
+    """The overlay target naming a note: ``memory@<scope>@<type>@<slug>``."""
+    split = memrules.split_file_name(file)
+    if split is None:
+        raise BadInput(f"{file} is not a memory note")
+    return memory_target(scope.id, split[0], split[1])
+
+
+parse_target = parse_memory_target
