@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -107,7 +106,7 @@ def import_(
     json_out: JsonOpt = False,
 ) -> None:
     """Import agent sessions: Claude Code files and folders, or turn JSONL."""
-    from histstore.history.importing import import_paths
+    from histstore.ops.importing import import_paths
 
     store = open_store(ctx)
     cmd = command_line(ctx, *(str(p) for p in paths))
@@ -128,7 +127,7 @@ def import_(
 @app.command()
 def record(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Record one turn given as a JSON object on stdin (for agent hooks)."""
-    from histstore.history.importing import record_turn
+    from histstore.ops.importing import record_turn
 
     data = sys.stdin.read()
     if not data.strip():
@@ -401,9 +400,9 @@ def recall(
     json_out: JsonOpt = False,
 ) -> None:
     """Find the turns that talked about something, best first."""
-    from histstore.errors import Locked
     from histstore.history.project import project_key
-    from histstore.recall.index import UNTRUSTED_LABEL, RecallIndex
+    from histstore.recall.index import recall as recall_turns
+    from histstore.recall.query import UNTRUSTED_LABEL
 
     if everywhere and project is not None:
         raise BadInput("give --everywhere or --project, not both")
@@ -415,15 +414,7 @@ def recall(
     else:
         scope = project_key(os.getcwd())
     text = " ".join(query)
-    fallback = os.environ.get("HS_RECALL_FALLBACK", "") not in ("", "0")
-    index = RecallIndex(store)
-    if index.behind():
-        # import and record keep the index current; a store written before it
-        # existed, or a crash, leaves it behind. Catch up if no writer is busy
-        # (never wait for one: search what is there).
-        with contextlib.suppress(Locked):
-            index.catch_up(timeout=0)
-    res = index.search(text, project=scope, days=days, k=k, fallback=fallback)
+    res = recall_turns(store, text, project=scope, days=days, k=k)
     notes = _memory_hits(store, [" ".join(t) for t in res.query.terms], scope, everywhere)
     if json_out:
         typer.echo(

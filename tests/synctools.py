@@ -7,7 +7,7 @@ from typing import Any
 
 from helpers import turn_record, write_turns
 
-from histstore.history.importing import import_paths
+from histstore.ops.importing import import_paths
 from histstore.store.codec import canonical_json
 from histstore.store.oplog import RefChange
 from histstore.store.store import Store

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from helpers import turn_record, write_turns
 
-from histstore.history.importing import import_paths, record_turn
 from histstore.history.reading import load_turn, log_entries
+from histstore.ops.importing import import_paths, record_turn
 from histstore.store.store import Store
 
 

@@ -13,10 +13,10 @@ import pytest
 from helpers import turn_record
 
 from histstore.errors import NotFound
-from histstore.history.importing import import_paths
 from histstore.memory import rules as memrules
 from histstore.memory.scan import Proposal, keep_verified, scan, scan_turns
 from histstore.ops.forget import forget, resolve_target
+from histstore.ops.importing import import_paths
 from histstore.store.store import Store
 
 

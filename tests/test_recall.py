@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from helpers import HS, turn_record, write_turns
 
-from histstore.history.importing import import_paths
-from histstore.recall.index import UNTRUSTED_LABEL, Query, RecallIndex, excerpt
+from histstore.ops.importing import import_paths
+from histstore.recall.index import RecallIndex
+from histstore.recall.query import UNTRUSTED_LABEL, Query, excerpt
 from histstore.store.store import Store
 
 
@@ -344,7 +345,7 @@ def test_recall_catches_up_an_index_left_behind(hs: HS, store_path: Path) -> Non
 def test_common_terms_are_bounded_but_never_lose_scoped_matches(
     filled: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import histstore.recall.index as recall
+    import histstore.recall.search as recall
 
     index = RecallIndex(filled)
     # every term counts as common: the newest matches come, unranked
@@ -368,7 +369,7 @@ def test_contractions_are_function_words() -> None:
 
 
 def test_tokens_fold_case_and_accents_like_fts5(store: Store, tmp_path: Path) -> None:
-    from histstore.recall.index import tokens
+    from histstore.recall.query import tokens
 
     assert tokens("Café ÜBER login_user") == ["cafe", "uber", "login", "user"]
     import_paths(
@@ -419,7 +420,7 @@ def test_a_long_lived_index_object_follows_swaps(filled: Store) -> None:
 def test_a_big_catch_up_builds_a_generation_instead(
     filled: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import histstore.recall.index as recall
+    import histstore.recall.replay as recall
 
     index = RecallIndex(filled)
     before = index.status().generation

@@ -343,7 +343,7 @@ def test_a_sync_moves_only_what_is_new(two: tuple[Store, Store], tmp_path: Path)
         steps=[{"type": "tool", "id": "t", "name": "Read", "input": {}, "output": "y" * 2000}],
     )
     add = write_turns(tmp_path / "big.jsonl", [big])
-    from histstore.history.importing import import_paths
+    from histstore.ops.importing import import_paths
 
     import_paths(a, [add])
     rep = sync(a, b, "b")

@@ -13,6 +13,9 @@ The pipeline (docs/architecture.md, "Import"):
    the new revision; the old stays reachable through the parent revision), and
    all session refs move in one compare-and-swap operation in the refs log.
 
+This module stores turns; histstore.ops.importing is what callers use: it
+also catches the recall index up and snapshots the memory folders.
+
 Parsing happens outside the lock, so a long import does not block ``hs record``;
 if another writer moved a session meanwhile, that session is re-merged under the
 lock against its current revision, so two importers at once lose nothing.
@@ -26,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from histstore.errors import BadInput, HistError
+from histstore.errors import BadInput
 from histstore.history.importers import Problem, Progress, SessionMeta, claude_code, turns_jsonl
 from histstore.history.importers.detect import expand
 from histstore.history.turn import BLOB_THRESHOLD, Turn
@@ -312,7 +315,7 @@ class Importer:
         return op
 
 
-def import_paths(
+def store_paths(
     store: Store,
     paths: Iterable[Path],
     *,
@@ -320,7 +323,9 @@ def import_paths(
     command: str = "hs import",
     progress: Progress | None = None,
 ) -> ImportReport:
-    """Import files and folders; per-line problems are reported, the rest imports."""
+    """Store the turns of files and folders as one operation (objects and refs
+    only: histstore.ops.importing.import_paths also brings the recall index and
+    the memory folders along). Per-line problems are reported, the rest imports."""
     files = expand(list(paths), fmt)
     imp = Importer(store, command)
     with store.objects.batch() as batch:
@@ -343,17 +348,10 @@ def import_paths(
             except OSError as e:
                 imp.report.problems.append(Problem(str(path), 0, f"cannot read: {e.strerror}"))
         imp.commit(batch)
-    refresh_index(store, imp.report)
-    # the memory directories config.toml names are recorded alongside the sessions
-    from histstore.memory.folders import snapshot_configured
-
-    imp.report.memory_operations = [
-        op.op for _scope, op in snapshot_configured(store, command=command + " (memory snapshot)")
-    ]
     return imp.report
 
 
-def record_turn(store: Store, text: str, command: str = "hs record") -> tuple[str, ImportReport]:
+def store_record(store: Store, text: str, command: str = "hs record") -> tuple[str, ImportReport]:
     """Store one turn given as JSON text (``hs record``); (turn id, report)."""
     turn = turns_jsonl.parse_text(text, store.redactor)
     if turn.get("source") is None:
@@ -364,26 +362,7 @@ def record_turn(store: Store, text: str, command: str = "hs record") -> tuple[st
         if imp.report.problems:
             raise BadInput(imp.report.problems[0].message)
         imp.commit(batch)
-    refresh_index(store, imp.report)
     return turn["turn_id"], imp.report
-
-
-def refresh_index(store: Store, report: ImportReport) -> None:
-    """Bring the recall index up to date, so new turns are searchable as soon as
-    the command returns. The turns are committed whatever happens here; a failure
-    is reported, and the next write or `hs plumbing index-build` catches up."""
-    if report.operation is None:
-        return
-    import sqlite3
-
-    from histstore.recall.index import (
-        RecallIndex,  # sqlite3 only for writers that changed something
-    )
-
-    try:
-        RecallIndex(store).catch_up()
-    except (HistError, sqlite3.Error, OSError) as e:
-        report.index_error = str(e)
 
 
 def _size(path: Path) -> int:

@@ -50,9 +50,9 @@ from typing import Any
 import benchutil as bu
 import pytest
 
-from histstore.history.importing import import_paths
 from histstore.ops import forget as forgetting_mod
 from histstore.ops.forget import Target, forget, resolve_target, unforget
+from histstore.ops.importing import import_paths
 from histstore.ops.undo import find_operation
 from histstore.overlay.markers import Overlay
 from histstore.recall import index as recall_mod

@@ -24,7 +24,8 @@ import blake3
 import pytest
 import zstandard
 
-from histstore.history.importing import ImportReport, import_paths
+from histstore.history.importing import ImportReport
+from histstore.ops.importing import import_paths
 from histstore.store.codec import canonical_json
 from histstore.store.store import Store
 

@@ -58,10 +58,12 @@ from typing import Any
 import benchutil as bu
 import pytest
 
-from histstore.history.importing import import_paths
 from histstore.history.project import project_key
+from histstore.ops.importing import import_paths
 from histstore.recall import index as recall_mod
-from histstore.recall.index import Query, RecallIndex, proj_token
+from histstore.recall.index import RecallIndex
+from histstore.recall.query import Query
+from histstore.recall.search import proj_token
 from histstore.store.store import Store
 
 MB = 1e6

@@ -32,7 +32,7 @@ from typing import Any
 import benchutil as bu
 import pytest
 
-from histstore.history.importing import import_paths
+from histstore.ops.importing import import_paths
 from histstore.store.store import Store
 from histstore.sync.engine import sync
 from histstore.sync.remotes import add_remote

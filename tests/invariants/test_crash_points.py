@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from helpers import turn_record, write_turns
 
-from histstore.history.importing import import_paths
 from histstore.ops.fsck import fsck
+from histstore.ops.importing import import_paths
 from histstore.store.store import Store
 
 # The child imports a file, dying at the chosen point as a kill would.
@@ -22,7 +22,7 @@ from histstore.store import fsutil
 from histstore.store import objectstore
 from histstore.store import refs
 from histstore.store import Store
-from histstore.history.importing import import_paths
+from histstore.ops.importing import import_paths
 
 point = sys.argv[3]
 

@@ -15,15 +15,15 @@ import filelock
 import pytest
 from helpers import HS, turn_record, write_turns
 
-from histstore.history.importing import import_paths
 from histstore.ops.fsck import fsck
+from histstore.ops.importing import import_paths
 from histstore.store.store import Store
 
 IMPORTER = r"""
 import sys
 from pathlib import Path
 from histstore.store import Store
-from histstore.history.importing import import_paths
+from histstore.ops.importing import import_paths
 store = Store.open(Path(sys.argv[1]))
 for f in sys.argv[2:]:
     import_paths(store, [Path(f)], command="hs import " + f)

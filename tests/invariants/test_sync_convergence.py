@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from synctools import ops_count, state, write_memory
 
 from histstore.errors import NotFound
-from histstore.history.importing import import_paths
 from histstore.ops.forget import forget, resolve_target, unforget
 from histstore.ops.fsck import fsck
+from histstore.ops.importing import import_paths
 from histstore.store.store import Store
 from histstore.sync.engine import sync
 

@@ -165,8 +165,8 @@ def test_import_every_sample_into_a_store(tmp_path: pathlib.Path) -> None:
     """End to end: every sample file imports into one store that fsck passes,
     holding as many turns as the parser finds, at most half the raw size; a
     second import adds nothing."""
-    from histstore.history.importing import import_paths
     from histstore.ops.fsck import fsck
+    from histstore.ops.importing import import_paths
     from histstore.store.objectstore import DiskObjectStore
     from histstore.store.store import Store
 
