@@ -77,11 +77,11 @@ def check(
     json_out: JsonOpt = False,
 ) -> None:
     """Check a memory directory against every rule; list each violation (exit 1 if any)."""
-    from histstore.memory import rules as memrules
+    from histstore.memory import check as memcheck
 
     store = open_store(ctx)
     mdir = _dir(store, project, memory_dir)
-    violations = memrules.check_dir(mdir.path)
+    violations = memcheck.check_dir(mdir.path)
     if json_out:
         for v in violations:
             _echo_json(v.as_json())
@@ -518,6 +518,7 @@ def scan(
     """Propose memories from what people said in recorded turns (nothing is written)."""
     import os
 
+    from histstore.memory import index as memindex
     from histstore.memory import rules as memrules
     from histstore.memory.scan import scan as do_scan
     from histstore.store.fsutil import atomic_write
@@ -527,7 +528,7 @@ def scan(
     if drafts is not None:
         if drafts.exists() and not drafts.is_dir():
             raise BadInput(f"--drafts {drafts} is not a directory")
-        if drafts.is_dir() and memrules.index_order(os.listdir(drafts)):
+        if drafts.is_dir() and memindex.index_order(os.listdir(drafts)):
             raise BadInput(
                 f"--drafts {drafts} is a memory directory (it has an index)",
                 hint="drafts go to a folder of their own; `hs memory write --from` brings one in",

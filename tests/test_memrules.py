@@ -10,6 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from histstore.errors import BadInput, NotFound
+from histstore.memory import check as memcheck
+from histstore.memory import index as memindex
 from histstore.memory import rules as mr
 from histstore.memory.rules import Violation
 
@@ -142,7 +144,7 @@ def test_index_names_in_any_case() -> None:
         assert mr.is_index_name(name)
     for name in ("MEMORY.txt", "user_memory.md", "MEMORY", "memories.md"):
         assert not mr.is_index_name(name)
-    assert mr.index_order(["index.md", "user_x.md", "memory.md", "MEMORY.md"]) == [
+    assert memindex.index_order(["index.md", "user_x.md", "memory.md", "MEMORY.md"]) == [
         "MEMORY.md",
         "memory.md",
         "index.md",
@@ -516,42 +518,42 @@ def test_render_parse_round_trip_property(
 
 
 def test_index_line_canonical_and_parsed_back() -> None:
-    line = mr.index_line("Use tabs", "feedback_use-tabs.md", "Tabs, not spaces, in Go")
+    line = memindex.index_line("Use tabs", "feedback_use-tabs.md", "Tabs, not spaces, in Go")
     assert line == "- [Use tabs](feedback_use-tabs.md) — Tabs, not spaces, in Go"
-    entries, found = mr.parse_index("MEMORY.md", (line + "\n").encode())
+    entries, found = memindex.parse_index("MEMORY.md", (line + "\n").encode())
     assert found == []
     assert entries == [
-        mr.IndexEntry(1, "Use tabs", "feedback_use-tabs.md", "Tabs, not spaces, in Go", line)
+        memindex.IndexEntry(1, "Use tabs", "feedback_use-tabs.md", "Tabs, not spaces, in Go", line)
     ]
 
 
 def test_index_line_collapses_white_space() -> None:
-    line = mr.index_line(" Use\ttabs ", "user_x.md", "folded\n description\n")
+    line = memindex.index_line(" Use\ttabs ", "user_x.md", "folded\n description\n")
     assert line == "- [Use tabs](user_x.md) — folded description"
 
 
 def test_index_line_too_long_says_by_how_much() -> None:
     head = "- [n](user_x.md) — "
-    assert len(mr.index_line("n", "user_x.md", "d" * (150 - len(head)))) == 150
+    assert len(memindex.index_line("n", "user_x.md", "d" * (150 - len(head)))) == 150
     with pytest.raises(BadInput) as e:
-        mr.index_line("n", "user_x.md", "d" * (150 - len(head) + 7))
+        memindex.index_line("n", "user_x.md", "d" * (150 - len(head) + 7))
     assert "7 over" in e.value.message
     assert e.value.hint is not None and f"{150 - len(head)} characters" in e.value.hint
 
 
 def test_index_line_refuses_comma_bad_file_and_unreadable_names() -> None:
     with pytest.raises(BadInput, match="comma"):
-        mr.index_line("Tabs, always", "user_x.md", "d")
+        memindex.index_line("Tabs, always", "user_x.md", "d")
     with pytest.raises(BadInput):
-        mr.index_line("n", "../user_x.md", "d")
+        memindex.index_line("n", "../user_x.md", "d")
     with pytest.raises(BadInput):
-        mr.index_line("n", "user_x.md", " ")
+        memindex.index_line("n", "user_x.md", " ")
     with pytest.raises(BadInput):
-        mr.index_line("a](user_y.md) — b", "user_x.md", "d")
+        memindex.index_line("a](user_y.md) — b", "user_x.md", "d")
     with pytest.raises(BadInput, match="control character"):
-        mr.index_line("n", "user_x.md", "bell\x07")
-    line = mr.index_line("[tag] name", "user_x.md", "has ](paren) inside")
-    assert mr.parse_index("MEMORY.md", line.encode())[0][0].name == "[tag] name"
+        memindex.index_line("n", "user_x.md", "bell\x07")
+    line = memindex.index_line("[tag] name", "user_x.md", "has ](paren) inside")
+    assert memindex.parse_index("MEMORY.md", line.encode())[0][0].name == "[tag] name"
 
 
 def test_parse_index_allowed_lines() -> None:
@@ -563,7 +565,7 @@ def test_parse_index_allowed_lines() -> None:
         "- [Use tabs](feedback_use-tabs.md) — Tabs in Go\n"
         "- [Role](user_role.md) - The user writes Go   \n"
     )
-    entries, found = mr.parse_index("MEMORY.md", text.encode())
+    entries, found = memindex.parse_index("MEMORY.md", text.encode())
     assert found == []
     assert [(e.line, e.name, e.file, e.description) for e in entries] == [
         (5, "Use tabs", "feedback_use-tabs.md", "Tabs in Go"),
@@ -589,7 +591,7 @@ def test_parse_index_allowed_lines() -> None:
     ],
 )
 def test_parse_index_refuses_other_lines(line: str) -> None:
-    entries, violations = mr.parse_index("MEMORY.md", f"# M\n{line}\n".encode())
+    entries, violations = memindex.parse_index("MEMORY.md", f"# M\n{line}\n".encode())
     assert entries == []
     assert [(v.rule, v.line) for v in violations] == [("index-entry", 2)]
 
@@ -597,26 +599,26 @@ def test_parse_index_refuses_other_lines(line: str) -> None:
 def test_index_line_length_counts_characters_not_bytes() -> None:
     head = "- [n](user_x.md) — "
     ok = head + "é" * (150 - len(head))
-    entries, found = mr.parse_index("MEMORY.md", ok.encode())
+    entries, found = memindex.parse_index("MEMORY.md", ok.encode())
     assert found == [] and len(entries) == 1
-    entries, violations = mr.parse_index("MEMORY.md", (ok + "é").encode())
+    entries, violations = memindex.parse_index("MEMORY.md", (ok + "é").encode())
     assert rules(violations) == ["index-line-length"] and len(entries) == 1
     assert "1 over" in violations[0].message
 
 
 def test_index_name_comma() -> None:
-    entries, violations = mr.parse_index("MEMORY.md", b"- [Tabs, always](user_x.md) - d\n")
+    entries, violations = memindex.parse_index("MEMORY.md", b"- [Tabs, always](user_x.md) - d\n")
     assert [(v.rule, v.line) for v in violations] == [("index-name-comma", 1)]
     assert entries[0].name == "Tabs, always"
 
 
 def test_index_bad_bytes_bom_and_crlf() -> None:
     text = "# M\r\n- [n](user_x.md) — d\r\n"
-    entries, found = mr.parse_index("MEMORY.md", b"\xef\xbb\xbf" + text.encode())
+    entries, found = memindex.parse_index("MEMORY.md", b"\xef\xbb\xbf" + text.encode())
     assert found == [] and entries[0].text == "- [n](user_x.md) — d"
-    assert rules(mr.parse_index("MEMORY.md", b"# M\n\xff\n")[1]) == ["encoding"]
-    assert rules(mr.parse_index("MEMORY.md", b"# M\0\n")[1]) == ["binary"]
-    assert rules(mr.parse_index("MEMORY.md", b"#" * (mr.MAX_INDEX_BYTES + 1))[1]) == ["size"]
+    assert rules(memindex.parse_index("MEMORY.md", b"# M\n\xff\n")[1]) == ["encoding"]
+    assert rules(memindex.parse_index("MEMORY.md", b"# M\0\n")[1]) == ["binary"]
+    assert rules(memindex.parse_index("MEMORY.md", b"#" * (mr.MAX_INDEX_BYTES + 1))[1]) == ["size"]
 
 
 # --- a whole directory ------------------------------------------------------------
@@ -629,7 +631,7 @@ def test_clean_directory(tmp_path: Path) -> None:
     (d / "sub").mkdir()
     (d / "sub" / "README.md").write_text("ignored")
     (d / "archive.md").mkdir()
-    assert mr.check_dir(d) == []
+    assert memcheck.check_dir(d) == []
 
 
 def test_other_markdown_files_break_file_name(tmp_path: Path) -> None:
@@ -638,7 +640,7 @@ def test_other_markdown_files_break_file_name(tmp_path: Path) -> None:
     (d / "README.md").write_text("# readme")
     (d / "Feedback_Use_Tabs.md").write_text(note_text())
     (d / "feedback_x.MD").write_text(note_text())
-    found = mr.check_dir(d)
+    found = memcheck.check_dir(d)
     assert [(v.file, v.rule) for v in found] == [
         ("Feedback_Use_Tabs.md", "file-name"),
         ("README.md", "file-name"),
@@ -650,33 +652,33 @@ def test_other_markdown_files_break_file_name(tmp_path: Path) -> None:
 def test_odd_file_names_are_escaped(tmp_path: Path) -> None:
     d = memdir(tmp_path, good_notes())
     (d / "a\nb.md").write_text("x")
-    [v] = mr.check_dir(d)
+    [v] = memcheck.check_dir(d)
     assert v.rule == "file-name" and "\n" not in str(v)
 
 
 def test_index_missing_for_a_note(tmp_path: Path) -> None:
     notes = good_notes()
     d = memdir(tmp_path, notes, index=entry("user_role.md"))
-    [v] = mr.check_dir(d)
+    [v] = memcheck.check_dir(d)
     assert (v.file, v.line, v.rule) == ("feedback_use-tabs.md", 1, "index-missing")
     assert "- [Use tabs](feedback_use-tabs.md) — Tabs, not spaces, in Go files" in v.message
 
 
 def test_no_index_at_all(tmp_path: Path) -> None:
     d = memdir(tmp_path, good_notes(), index="<none>")
-    found = mr.check_dir(d)
+    found = memcheck.check_dir(d)
     assert [(v.file, v.rule) for v in found] == [
         ("feedback_use-tabs.md", "index-missing"),
         ("user_role.md", "index-missing"),
     ]
     (tmp_path / "empty").mkdir()
-    assert mr.check_dir(memdir(tmp_path / "empty", {}, index="<none>")) == []
+    assert memcheck.check_dir(memdir(tmp_path / "empty", {}, index="<none>")) == []
 
 
 def test_index_dangling(tmp_path: Path) -> None:
     index = "".join(entry(f) for f in good_notes()) + entry("project_gone.md")
     d = memdir(tmp_path, good_notes(), index=index)
-    assert [(v.file, v.line, v.rule) for v in mr.check_dir(d)] == [
+    assert [(v.file, v.line, v.rule) for v in memcheck.check_dir(d)] == [
         ("MEMORY.md", 3, "index-dangling")
     ]
 
@@ -684,7 +686,7 @@ def test_index_dangling(tmp_path: Path) -> None:
 def test_index_duplicate(tmp_path: Path) -> None:
     index = "".join(entry(f) for f in good_notes()) + entry("user_role.md", "Again")
     d = memdir(tmp_path, good_notes(), index=index)
-    [v] = mr.check_dir(d)
+    [v] = memcheck.check_dir(d)
     assert (v.file, v.line, v.rule) == ("MEMORY.md", 3, "index-duplicate")
     assert "line 2" in v.message
 
@@ -694,7 +696,7 @@ def test_check_dir_collects_note_and_index_rules_sorted(tmp_path: Path) -> None:
     notes["project_login.md"] = note_text("project", "Login, again", "d", "No reasons.")
     index = "".join(entry(f) for f in notes) + "stray prose\n"
     d = memdir(tmp_path, notes, index=index)
-    found = mr.check_dir(d)
+    found = memcheck.check_dir(d)
     assert [(v.file, v.line, v.rule) for v in found] == [
         ("MEMORY.md", 4, "index-entry"),
         ("project_login.md", 2, "name"),
@@ -707,9 +709,9 @@ def test_check_dir_collects_note_and_index_rules_sorted(tmp_path: Path) -> None:
 def test_index_md_is_an_index_and_a_second_index_is_refused(tmp_path: Path) -> None:
     d = memdir(tmp_path, good_notes(), index="<none>")
     (d / "index.md").write_text("".join(entry(f) for f in good_notes()))
-    assert mr.check_dir(d) == []
+    assert memcheck.check_dir(d) == []
     (d / "MEMORY.md").write_text("# empty\n")
-    found = mr.check_dir(d)
+    found = memcheck.check_dir(d)
     assert [(v.file, v.rule) for v in found] == [
         ("feedback_use-tabs.md", "index-missing"),
         ("index.md", "file-name"),
@@ -720,14 +722,14 @@ def test_index_md_is_an_index_and_a_second_index_is_refused(tmp_path: Path) -> N
 def test_unreadable_index_is_not_taken_as_missing_entries(tmp_path: Path) -> None:
     d = memdir(tmp_path, good_notes(), index="<none>")
     (d / "MEMORY.md").write_bytes(b"# M\n\xff\n")
-    assert [(v.file, v.rule) for v in mr.check_dir(d)] == [("MEMORY.md", "encoding")]
+    assert [(v.file, v.rule) for v in memcheck.check_dir(d)] == [("MEMORY.md", "encoding")]
 
 
 def test_bad_note_bytes_in_a_directory(tmp_path: Path) -> None:
     d = memdir(tmp_path, good_notes())
     (d / "feedback_use-tabs.md").write_bytes(b"x" * (mr.MAX_NOTE_BYTES + 1))
     (d / "user_role.md").write_bytes(b"---\0")
-    assert [(v.file, v.rule) for v in mr.check_dir(d)] == [
+    assert [(v.file, v.rule) for v in memcheck.check_dir(d)] == [
         ("feedback_use-tabs.md", "size"),
         ("user_role.md", "binary"),
     ]
@@ -739,7 +741,7 @@ def test_symlink_escaping_the_directory(tmp_path: Path) -> None:
     d = memdir(tmp_path, good_notes())
     os.symlink(secret, d / "user_secret.md")
     (d / "MEMORY.md").write_text("".join(entry(f) for f in [*good_notes(), "user_secret.md"]))
-    found = mr.check_dir(d)
+    found = memcheck.check_dir(d)
     assert [(v.file, v.rule) for v in found] == [("user_secret.md", "symlink")]
     assert "outside" in found[0].message
 
@@ -750,9 +752,9 @@ def test_symlink_inside_the_directory_is_followed(tmp_path: Path) -> None:
     (d / "sub" / "real.md").write_text(note_text("user", "Inner", "inside", "fine"))
     os.symlink("sub/real.md", d / "user_inner.md")
     (d / "MEMORY.md").write_text("".join(entry(f) for f in [*good_notes(), "user_inner.md"]))
-    assert mr.check_dir(d) == []
+    assert memcheck.check_dir(d) == []
     (d / "sub" / "real.md").write_text("no frontmatter")
-    assert [(v.file, v.rule) for v in mr.check_dir(d)] == [("user_inner.md", "frontmatter")]
+    assert [(v.file, v.rule) for v in memcheck.check_dir(d)] == [("user_inner.md", "frontmatter")]
 
 
 def test_broken_symlink_and_escaping_index(tmp_path: Path) -> None:
@@ -761,7 +763,7 @@ def test_broken_symlink_and_escaping_index(tmp_path: Path) -> None:
     outside.write_text("".join(entry(f) for f in good_notes()))
     os.symlink(outside, d / "MEMORY.md")
     os.symlink(d / "nowhere.md", d / "user_gone.md")
-    found = mr.check_dir(d)
+    found = memcheck.check_dir(d)
     assert [(v.file, v.rule) for v in found] == [
         ("MEMORY.md", "symlink"),
         ("user_gone.md", "symlink"),
@@ -770,11 +772,11 @@ def test_broken_symlink_and_escaping_index(tmp_path: Path) -> None:
 
 def test_missing_directory_is_not_found(tmp_path: Path) -> None:
     with pytest.raises(NotFound) as e:
-        mr.check_dir(tmp_path / "nope")
+        memcheck.check_dir(tmp_path / "nope")
     assert e.value.hint
     (tmp_path / "file").write_text("x")
     with pytest.raises(NotFound):
-        mr.check_dir(tmp_path / "file")
+        memcheck.check_dir(tmp_path / "file")
 
 
 def test_violation_forms() -> None:
@@ -795,13 +797,13 @@ def test_every_message_is_one_line(tmp_path: Path) -> None:
         "user_c.md": "---\n- a\n---\n",
     }
     d = memdir(tmp_path, notes, index="- bad\n- [a\n")
-    found = mr.check_dir(d)
+    found = memcheck.check_dir(d)
     assert found
     assert all("\n" not in str(v) for v in found)
 
 
 def test_merge_index_keeps_entries_added_on_both_sides_and_names_a_clash() -> None:
-    from histstore.memory.rules import merge_index
+    from histstore.memory.index import merge_index
 
     base = b"# Memory\n- [A](user_a.md) \xe2\x80\x94 a\n"
     won = base + b"- [B](user_b.md) \xe2\x80\x94 b\n"

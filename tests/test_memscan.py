@@ -13,6 +13,7 @@ import pytest
 from helpers import turn_record
 
 from histstore.errors import NotFound
+from histstore.memory import index as memindex
 from histstore.memory import rules as memrules
 from histstore.memory.scan import Proposal, keep_verified, scan, scan_turns
 from histstore.ops.forget import forget, resolve_target
@@ -368,7 +369,7 @@ def test_every_proposal_passes_the_memory_rules() -> None:
         )
         assert violations == [] and note is not None, (p.quote, violations)
         assert (note.name, note.description, note.type) == (p.name, p.description, p.type)
-        line = memrules.index_line(p.name, p.file, p.description)
+        line = memindex.index_line(p.name, p.file, p.description)
         assert line == p.index_line and len(line) <= 150
         assert "TODO" not in p.body.replace(p.quote, "")
         assert "<fill in>" not in p.body

@@ -581,7 +581,7 @@ def test_notes_added_on_two_machines_keep_both_index_lines(
     """MEMORY.md merges by entry: two machines adding different notes from a
     common base do not conflict, and the merged index names both (so the
     merged directory passes the memory rules)."""
-    from histstore.memory.rules import check_dir
+    from histstore.memory.check import check_dir
 
     a, b = two
     base = {"MEMORY.md": ("# Memory\n" + _entry("tabs", "tabs")).encode()}

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from histstore.errors import BadInput, Conflict, NotFound
+from histstore.memory import index as memindex
 from histstore.memory import rules as memrules
 from histstore.memory.revisions import (
     Revision,
@@ -324,7 +325,7 @@ def _merge_folder(
             there = store.get_blob(t) if t is not None else None
             won, lost = (there, here) if m == b else (here, there)
             held = {n for n in set(base) | set(theirs) | set(mine) if memrules.split_file_name(n)}
-            by_entry = memrules.merge_index(
+            by_entry = memindex.merge_index(
                 f,
                 won,
                 lost,

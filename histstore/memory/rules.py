@@ -57,54 +57,91 @@ as a word of its own between hyphens, dots or other separators, so
 
 from __future__ import annotations
 
-import errno
 import fnmatch
-import os
 import re
-import stat
-import unicodedata
-from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
 from yaml.nodes import MappingNode, ScalarNode
 
-from histstore.errors import BadInput, NotFound
-from histstore.store.merge import deletion_loses, merge3
+from histstore.errors import BadInput
 
 TYPES = ("feedback", "project", "user", "reference")
+
+
 MAX_SLUG = 40
+
+
 MAX_INDEX_LINE = 150
+
+
 MAX_NOTE_BYTES = 64 * 1024
+
+
 MAX_INDEX_BYTES = 64 * 1024
+
+
 INDEX_FILE = "MEMORY.md"
+
+
 #: File names (compared case-insensitively) that are the index, never a memory.
 #: The first is the one histstore writes.
 INDEX_NAMES = ("MEMORY.md", "INDEX.md")
+
+
 MODEL_NOTE_PREFIX = "model_notes_"
+
+
 SMALL_WORDS = ("haiku", "mini", "nano", "small", "flash", "lite")
+
+
 NEEDS_WHY = ("feedback", "project")
+
+
 WHY = "**Why:**"
+
+
 HOW_TO_APPLY = "**How to apply:**"
 
+
 _TYPE_LIST = ", ".join(TYPES)
+
+
 _SLUG_RE = re.compile(r"[a-z0-9][a-z0-9-]*")
+
+
 _FILE_RE = re.compile(rf"({'|'.join(TYPES)})_([a-z0-9][a-z0-9-]{{0,{MAX_SLUG - 1}}})\.md")
-# An index entry. The name is matched lazily so a description holding "](" cannot
-# steal it; index_line() refuses any name this would not give back unchanged.
-_ENTRY_RE = re.compile(r"- \[(?P<name>.+?)\]\((?P<file>[^()\s]+)\)\s+[—-]\s+(?P<desc>\S.*)")
+
+
 _MODELS_RE = re.compile(r"models:(?P<value>.*)")
+
+
 _DATE_SUFFIX_RE = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
+
+
 _BRACKET_SUFFIX_RE = re.compile(r"\[[^\[\]]*\]$")
+
+
 _CLOUD_PREFIX_RE = re.compile(
     r"^(?:[a-z]{2,6}\.)?(?:anthropic|amazon|meta|mistral|cohere|openai)\."
 )
+
+
 _CLOUD_SUFFIX_RE = re.compile(r"(?:-v\d+(?::\d+)?|@\d{8}|@latest)$")
+
+
 _BOM = b"\xef\xbb\xbf"
+
+
 _SHOW_MAX = 60
+
 _INDEX_INDEX = {n.lower(): i for i, n in enumerate(INDEX_NAMES)}
+
+
+def is_index_name(name: str) -> bool:
+    """Whether ``name`` is an index file (``MEMORY.md``, ``INDEX.md``, in any case)."""
+    return name.lower() in _INDEX_INDEX
 
 
 @dataclass(frozen=True)
@@ -138,34 +175,6 @@ class Note:
     body: str
     body_line: int
     models: list[str] | None
-
-
-@dataclass(frozen=True)
-class IndexEntry:
-    """One ``- [name](file) — description`` line of the index (``text`` as written)."""
-
-    line: int
-    name: str
-    file: str
-    description: str
-    text: str
-
-
-# --- names ------------------------------------------------------------------------
-
-
-def is_index_name(name: str) -> bool:
-    """Whether ``name`` is an index file (``MEMORY.md``, ``INDEX.md``, in any case)."""
-    return name.lower() in _INDEX_INDEX
-
-
-def index_order(names: Iterable[str]) -> list[str]:
-    """The index files among ``names``, the one that is the index first:
-    ``MEMORY.md``, then its other spellings, then ``INDEX.md`` and its spellings."""
-    return sorted(
-        (n for n in names if is_index_name(n)),
-        key=lambda n: (_INDEX_INDEX[n.lower()], n != INDEX_NAMES[_INDEX_INDEX[n.lower()]], n),
-    )
 
 
 def split_file_name(file_name: str) -> tuple[str, str] | None:
@@ -243,9 +252,6 @@ def _file_name_violation(file_name: str) -> Violation:
 
 def _v(file: str, line: int, rule: str, message: str) -> Violation:
     return Violation(file, line, rule, " ".join(message.split()))
-
-
-# --- notes ------------------------------------------------------------------------
 
 
 def _dump_field(key: str, value: str) -> str:
@@ -376,21 +382,11 @@ def _load_frontmatter(file_name: str, source: str) -> tuple[Any, dict[str, int],
     return value, lines, []
 
 
-def parse_note(file_name: str, data: bytes) -> tuple[Note | None, list[Violation]]:
-    """Every rule for one note file (its name and its bytes).
-
-    The note is None when the file cannot be read as a note at all (bad name, bad
-    bytes, no frontmatter, broken YAML); otherwise it comes back even when some
-    rule is broken, so check the violations. ``Note.type`` is the file name's type.
-    """
-    out: list[Violation] = []
-    parts = split_file_name(file_name)
-    if parts is None:
-        out.append(_file_name_violation(file_name))
-    text, bad = _decode(file_name, data, MAX_NOTE_BYTES)
-    if text is None:
-        return None, out + bad
-    lines = text.split("\n")
+def _split_frontmatter(
+    file_name: str, lines: list[str], out: list[Violation]
+) -> tuple[dict[str, Any], dict[str, int], int] | None:
+    """(the frontmatter mapping, each key's line, the closing fence's index);
+    None, with what is wrong in ``out``, when there is no mapping to read."""
     if not lines or not _is_fence(lines[0]):
         out.append(
             _v(
@@ -401,7 +397,7 @@ def parse_note(file_name: str, data: bytes) -> tuple[Note | None, list[Violation
                 "and type, then a closing --- line",
             )
         )
-        return None, out
+        return None
     close = next((i for i in range(1, len(lines)) if _is_fence(lines[i])), None)
     if close is None:
         out.append(
@@ -412,10 +408,11 @@ def parse_note(file_name: str, data: bytes) -> tuple[Note | None, list[Violation
                 "the frontmatter is not closed: add a --- line after it",
             )
         )
-        return None, out
+        return None
     value, key_lines, bad = _load_frontmatter(file_name, "\n".join(lines[1:close]) + "\n")
     if bad:
-        return None, out + bad
+        out.extend(bad)
+        return None
     if not isinstance(value, dict):
         what = "empty" if value is None else f"a {type(value).__name__}"
         out.append(
@@ -427,8 +424,18 @@ def parse_note(file_name: str, data: bytes) -> tuple[Note | None, list[Violation
                 "and type: lines",
             )
         )
-        return None, out
-    frontmatter: dict[str, Any] = value
+        return None
+    return value, key_lines, close
+
+
+def _check_fields(
+    file_name: str,
+    frontmatter: dict[str, Any],
+    key_lines: dict[str, int],
+    parts: tuple[str, str] | None,
+    out: list[Violation],
+) -> tuple[str | None, str | None, str | None]:
+    """(name, description, type) of the frontmatter, each None when it breaks a rule."""
 
     def field(key: str, rule: str, what: str) -> str | None:
         line = key_lines.get(key, 1)
@@ -475,44 +482,80 @@ def parse_note(file_name: str, data: bytes) -> tuple[Note | None, list[Violation
                 f"type is {fm_type} but the file name says {parts[0]}: change one to match",
             )
         )
+    return name, description, fm_type
 
-    first = next((i for i in range(close + 1, len(lines)) if lines[i].strip()), None)
-    body = "\n".join(lines[first:]).rstrip() if first is not None else ""
-    body_line = (first if first is not None else close + 1) + 1
-    note_type = parts[0] if parts is not None else fm_type
-    if note_type in NEEDS_WHY:
-        for marker, rule, what in (
-            (WHY, "why", "why the rule holds"),
-            (HOW_TO_APPLY, "how-to-apply", "when and how to apply it"),
-        ):
-            if marker not in body:
-                out.append(
-                    _v(
-                        file_name,
-                        body_line,
-                        rule,
-                        f"a {note_type} note needs {marker} in its body: say {what}",
-                    )
-                )
 
-    models: list[str] | None = None
-    if name is not None and name.startswith(MODEL_NOTE_PREFIX) and name != MODEL_NOTE_PREFIX:
-        m = _MODELS_RE.fullmatch(lines[first].strip()) if first is not None else None
-        globs = [g.strip() for g in m.group("value").split("|")] if m else []
-        globs = [g for g in globs if g]
-        if globs:
-            models = globs
-        else:
+def _check_body(
+    file_name: str, note_type: str | None, body: str, body_line: int, out: list[Violation]
+) -> None:
+    """A feedback or project note says why, and how to apply it."""
+    if note_type not in NEEDS_WHY:
+        return
+    for marker, rule, what in (
+        (WHY, "why", "why the rule holds"),
+        (HOW_TO_APPLY, "how-to-apply", "when and how to apply it"),
+    ):
+        if marker not in body:
             out.append(
                 _v(
                     file_name,
                     body_line,
-                    "model-line",
-                    "a model note must open its body with a line 'models: <glob>|<glob>' "
-                    "(or 'models: small')",
+                    rule,
+                    f"a {note_type} note needs {marker} in its body: say {what}",
                 )
             )
 
+
+def _model_globs(
+    file_name: str, name: str | None, first_line: str | None, body_line: int, out: list[Violation]
+) -> list[str] | None:
+    """A model note's globs (its first body line ``models: ...``); None for any other note."""
+    if name is None or not name.startswith(MODEL_NOTE_PREFIX) or name == MODEL_NOTE_PREFIX:
+        return None
+    m = _MODELS_RE.fullmatch(first_line.strip()) if first_line is not None else None
+    globs = [g.strip() for g in m.group("value").split("|")] if m else []
+    globs = [g for g in globs if g]
+    if globs:
+        return globs
+    out.append(
+        _v(
+            file_name,
+            body_line,
+            "model-line",
+            "a model note must open its body with a line 'models: <glob>|<glob>' "
+            "(or 'models: small')",
+        )
+    )
+    return None
+
+
+def parse_note(file_name: str, data: bytes) -> tuple[Note | None, list[Violation]]:
+    """Every rule for one note file (its name and its bytes).
+
+    The note is None when the file cannot be read as a note at all (bad name, bad
+    bytes, no frontmatter, broken YAML); otherwise it comes back even when some
+    rule is broken, so check the violations. ``Note.type`` is the file name's type.
+    """
+    out: list[Violation] = []
+    parts = split_file_name(file_name)
+    if parts is None:
+        out.append(_file_name_violation(file_name))
+    text, bad = _decode(file_name, data, MAX_NOTE_BYTES)
+    if text is None:
+        return None, out + bad
+    lines = text.split("\n")
+    split = _split_frontmatter(file_name, lines, out)
+    if split is None:
+        return None, out
+    frontmatter, key_lines, close = split
+    name, description, fm_type = _check_fields(file_name, frontmatter, key_lines, parts, out)
+    first = next((i for i in range(close + 1, len(lines)) if lines[i].strip()), None)
+    body = "\n".join(lines[first:]).rstrip() if first is not None else ""
+    body_line = (first if first is not None else close + 1) + 1
+    _check_body(file_name, parts[0] if parts is not None else fm_type, body, body_line, out)
+    models = _model_globs(
+        file_name, name, lines[first] if first is not None else None, body_line, out
+    )
     if parts is None:
         return None, out
     note = Note(
@@ -527,309 +570,6 @@ def parse_note(file_name: str, data: bytes) -> tuple[Note | None, list[Violation
         models=models,
     )
     return note, out
-
-
-# --- the index --------------------------------------------------------------------
-
-
-def _entry_parts(text: str) -> tuple[str, str, str] | None:
-    m = _ENTRY_RE.fullmatch(text.rstrip())
-    if m is None:
-        return None
-    return m.group("name").strip(), m.group("file"), m.group("desc").strip()
-
-
-def index_line(name: str, file_name: str, description: str) -> str:
-    """The exact index line of a note: ``- [<name>](<file>) — <description>``.
-
-    White space in the name and description is collapsed to single spaces. Refuses
-    (:class:`BadInput`) a line the index rules would refuse, and control characters.
-    """
-    name = " ".join(name.split())
-    description = " ".join(description.split())
-    if split_file_name(file_name) is None:
-        raise BadInput(
-            f"{_show(file_name)} is not a memory file name",
-            hint=f"memory files are named <type>_<slug>.md (type: {_TYPE_LIST})",
-        )
-    if not name:
-        raise BadInput("the name is empty", hint="give the note a short title")
-    if "," in name:
-        raise BadInput(
-            f"the name {_show(name)} holds a comma, which the index cannot hold",
-            hint="use another word or a dash instead of the comma",
-        )
-    if not description:
-        raise BadInput("the description is empty", hint="say in one line what the note holds")
-    for what, text in (("name", name), ("description", description)):
-        if any(unicodedata.category(c) == "Cc" for c in text):
-            raise BadInput(
-                f"the {what} {_show(text)} holds a control character",
-                hint="remove it: an index line is plain text",
-            )
-    line = f"- [{name}]({file_name}) — {description}"
-    over = len(line) - MAX_INDEX_LINE
-    if over > 0:
-        room = len(description) - over
-        raise BadInput(
-            f"the index line for {file_name} is {len(line)} characters, "
-            f"{over} over the limit of {MAX_INDEX_LINE}",
-            hint=f"shorten the description to {room} characters or fewer"
-            if room >= 20
-            else "shorten the name (and the description)",
-        )
-    if _entry_parts(line) != (name, file_name, description):
-        raise BadInput(
-            f"the name {_show(name)} cannot be read back from the index",
-            hint="leave ']' and '(' out of the name",
-        )
-    return line
-
-
-def parse_index(file_name: str, data: bytes) -> tuple[list[IndexEntry], list[Violation]]:
-    """The entries of an index file and every line rule it breaks.
-
-    An entry that names no memory file is reported (``index-entry``) and left out.
-    """
-    text, bad = _decode(file_name, data, MAX_INDEX_BYTES)
-    if text is None:
-        return [], bad
-    entries: list[IndexEntry] = []
-    out: list[Violation] = []
-    for n, raw in enumerate(text.split("\n"), start=1):
-        s = raw.strip()
-        if not s or s.startswith("#") or (s.startswith("<!--") and s.endswith("-->")):
-            continue
-        parts = _entry_parts(raw) if raw.startswith("- ") else None
-        if parts is None:
-            out.append(
-                _v(
-                    file_name,
-                    n,
-                    "index-entry",
-                    "not an index entry: write '- [name](file.md) — description' "
-                    "(blank lines, # headings and <!-- comments --> are allowed too)",
-                )
-            )
-            continue
-        name, file, description = parts
-        if len(raw) > MAX_INDEX_LINE:
-            out.append(
-                _v(
-                    file_name,
-                    n,
-                    "index-line-length",
-                    f"the entry is {len(raw)} characters, {len(raw) - MAX_INDEX_LINE} over "
-                    f"the limit of {MAX_INDEX_LINE}: shorten the description",
-                )
-            )
-        if "," in name:
-            out.append(
-                _v(
-                    file_name,
-                    n,
-                    "index-name-comma",
-                    f"the name {_show(name)} holds a comma: use another word or a dash",
-                )
-            )
-        if split_file_name(file) is None:
-            out.append(
-                _v(
-                    file_name,
-                    n,
-                    "index-entry",
-                    f"the entry points at {_show(file)}, which is not a memory file name "
-                    f"(<type>_<slug>.md in this directory)",
-                )
-            )
-            continue
-        entries.append(IndexEntry(n, name, file, description, raw))
-    return entries, out
-
-
-# --- a whole directory ------------------------------------------------------------
-
-
-def _read(root: Path, path: Path, limit: int) -> bytes | Violation | None:
-    """At most ``limit + 1`` bytes of a file in the directory; a violation when it is
-    a symlink leading outside (not followed) or cannot be read; None when it is
-    not a regular file (a directory, a fifo) or vanished."""
-    shown = path.name
-    try:
-        st = path.lstat()
-    except FileNotFoundError:
-        return None
-    target = path
-    if stat.S_ISLNK(st.st_mode):
-        try:
-            target = path.resolve(strict=True)
-        except (OSError, RuntimeError):
-            return _v(
-                shown, 1, "symlink", "is a symlink that leads nowhere: replace it with the file"
-            )
-        if not target.is_relative_to(root):
-            return _v(
-                shown,
-                1,
-                "symlink",
-                "is a symlink to a file outside the memory directory (not followed): "
-                "copy the file in instead",
-            )
-    elif not stat.S_ISREG(st.st_mode):
-        return None
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(target, flags)
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        if e.errno == errno.ELOOP:  # swapped for a symlink since we looked
-            return _v(shown, 1, "symlink", "became a symlink while it was read: check it again")
-        return _v(shown, 1, "unreadable", f"cannot be read ({e.strerror}): check its permissions")
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks: list[bytes] = []
-        left = limit + 1
-        while left > 0:
-            chunk = os.read(fd, left)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    except OSError as e:
-        return _v(shown, 1, "unreadable", f"cannot be read ({e.strerror}): check its permissions")
-    finally:
-        os.close(fd)
-
-
-def check_dir(directory: Path) -> list[Violation]:
-    """Every rule for a memory directory, sorted by (file, line).
-
-    Notes are ``<type>_<slug>.md`` files at its top; sub-directories, dotfiles and
-    files not ending in ``.md`` are not looked at. The index is ``MEMORY.md``
-    (else ``INDEX.md``, any case); a second index file is a ``file-name`` violation.
-    """
-    if not directory.is_dir():
-        what = "is not a directory" if directory.exists() else "does not exist"
-        raise NotFound(
-            f"memory directory {directory} {what}",
-            hint="give the directory that holds MEMORY.md and the note files",
-        )
-    root = directory.resolve()
-    out: list[Violation] = []
-    names = sorted(p.name for p in directory.iterdir())
-    md = [n for n in names if not n.startswith(".") and n.lower().endswith(".md")]
-
-    index_names = index_order(md)
-    index_name: str | None = None
-    index_read = False
-    entries: list[IndexEntry] = []
-    for n in index_names:
-        path = directory / n
-        if path.is_dir() and not path.is_symlink():
-            continue
-        if index_name is not None:
-            out.append(
-                _v(
-                    n,
-                    1,
-                    "file-name",
-                    f"a second index beside {index_name}: move its entries there and remove it",
-                )
-            )
-            continue
-        got = _read(root, path, MAX_INDEX_BYTES)
-        if got is None:
-            continue
-        index_name = n
-        if isinstance(got, Violation):
-            out.append(got)
-            continue
-        entries, bad = parse_index(n, got)
-        out += bad
-        index_read = not any(v.rule in {"size", "binary", "encoding"} for v in bad)
-
-    present: set[str] = set()
-    notes: dict[str, Note] = {}
-    for n in md:
-        if is_index_name(n):
-            continue
-        if split_file_name(n) is None:
-            if not (directory / n).is_dir():
-                out.append(_file_name_violation(n))
-            continue
-        got = _read(root, directory / n, MAX_NOTE_BYTES)
-        if got is None:
-            continue
-        present.add(n)
-        if isinstance(got, Violation):
-            out.append(got)
-            continue
-        note, bad = parse_note(n, got)
-        out += bad
-        if note is not None:
-            notes[n] = note
-
-    if index_name is None:
-        for n in sorted(present):
-            out.append(
-                _v(
-                    n,
-                    1,
-                    "index-missing",
-                    f"there is no {INDEX_FILE}: create it with an entry for {n}"
-                    + _entry_suggestion(notes.get(n)),
-                )
-            )
-    elif index_read:
-        seen: dict[str, IndexEntry] = {}
-        for e in entries:
-            if e.file not in present:
-                out.append(
-                    _v(
-                        index_name,
-                        e.line,
-                        "index-dangling",
-                        f"the entry points at {e.file}, which does not exist: "
-                        "remove the entry or restore the file",
-                    )
-                )
-            elif e.file in seen:
-                out.append(
-                    _v(
-                        index_name,
-                        e.line,
-                        "index-duplicate",
-                        f"a second entry for {e.file} (the first is on line "
-                        f"{seen[e.file].line}): remove one",
-                    )
-                )
-            else:
-                seen[e.file] = e
-        for n in sorted(present - seen.keys()):
-            out.append(
-                _v(
-                    n,
-                    1,
-                    "index-missing",
-                    f"{index_name} has no entry for {n}: add one" + _entry_suggestion(notes.get(n)),
-                )
-            )
-    return sorted(out, key=lambda v: (v.file, v.line, v.rule, v.message))
-
-
-def _entry_suggestion(note: Note | None) -> str:
-    if note is None:
-        return ""
-    try:
-        return f", e.g. {index_line(note.name, note.file, note.description)}"
-    except BadInput:
-        return ""
-
-
-# --- models -----------------------------------------------------------------------
 
 
 def bare_model_name(model: str) -> str:
@@ -869,108 +609,3 @@ def model_matches(globs: list[str], model: str) -> bool:
 def estimate_tokens(text: str) -> int:
     """A rough token count: characters / 4, rounded up."""
     return (len(text) + 3) // 4
-
-
-# ------------------------------------------------------------------ merging
-
-
-def _index_text_lines(data: bytes | None) -> list[str] | None:
-    """The lines of an index (LF endings, no BOM; the last one empty when the
-    file ends with a line break); [] for no file; None when the bytes are not
-    text an index can be (too large, binary, not UTF-8)."""
-    if data is None:
-        return []
-    if len(data) > MAX_INDEX_BYTES or b"\0" in data:
-        return None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return None
-    return text.replace("\r\n", "\n").split("\n") if text else []
-
-
-def _entry_keys(name: str, lines: list[str]) -> dict[int, tuple[str, int]]:
-    """The entry lines of an index by line number (0-based): the file each
-    links and which entry for that file it is (an index may, wrongly, name a
-    file twice)."""
-    entries, _ = parse_index(name, "\n".join(lines).encode())
-    seen: dict[str, int] = {}
-    out = {}
-    for e in entries:
-        n = seen.get(e.file, 0)
-        seen[e.file] = n + 1
-        out[e.line - 1] = (e.file, n)
-    return out
-
-
-def merge_index(
-    name: str,
-    won: bytes | None,
-    lost: bytes | None,
-    base: bytes | None,
-    *,
-    keep: set[str] | None = None,
-    gone: set[str] | None = None,
-) -> tuple[bytes, bool] | None:
-    """Two versions of an index changed from ``base``, merged by entry:
-    (the merged bytes, whether an entry changed differently on both sides).
-
-    Each entry line is keyed by the note it links; per key three-way against
-    the base (one side unchanged: the other's; both changed differently: a
-    conflict, ``won``'s line; an entry deleted loses to one changed). Other
-    lines (headings, comments, blank lines) are ``won``'s. Order: ``won``'s
-    lines, then the entries only ``lost`` has, in its order. Line endings
-    become LF. None when a version is not text an index can be (the caller
-    merges the file as a whole). Sync passes the later revision's version as
-    ``won``; a memory folder merging what a sync brought passes its own.
-
-    ``keep``: the notes the merged directory holds; ``gone``: those a version
-    held that the merge removed. An entry for a note gone is dropped, and a
-    kept note whose entry the merge dropped (deleted on one side while the
-    note changed on the other: the deletion lost) gets its line back.
-    (Entries for notes no version ever held are left as they are.)"""
-    lw, ll, lo = _index_text_lines(won), _index_text_lines(lost), _index_text_lines(base)
-    if lw is None or ll is None or lo is None:
-        return None
-    ew, el, eo = _entry_keys(name, lw), _entry_keys(name, ll), _entry_keys(name, lo)
-    vw = {k: lw[i] for i, k in ew.items()}
-    vl = {k: ll[i] for i, k in el.items()}
-    vo = {k: lo[i] for i, k in eo.items()}
-    clash = False
-
-    def pick(k: tuple[str, int]) -> str | None:
-        nonlocal clash
-        line, conflicted = merge3(vw.get(k), vl.get(k), vo.get(k), deletion_loses)
-        clash = clash or conflicted
-        return line
-
-    ended = bool(lw) and lw[-1] == ""
-    body = lw[:-1] if ended else lw
-    out: list[str] = []
-    for i, line in enumerate(body):
-        if i not in ew:
-            out.append(line)
-        elif (chosen := pick(ew[i])) is not None:
-            out.append(chosen)
-    for i in sorted(el):
-        k = el[i]
-        if k not in vw and (chosen := pick(k)) is not None:
-            out.append(chosen)
-    if gone:
-        out = [ln for ln in out if _linked_file(name, ln) not in gone]
-    if keep is not None:
-        listed = {_linked_file(name, ln) for ln in out}
-        for versions in (vw, vl, vo):
-            for (f, n), ln in versions.items():
-                if n == 0 and f in keep and f not in listed:
-                    out.append(ln)
-                    listed.add(f)
-    if ended:
-        out.append("")
-    return "\n".join(out).encode(), clash
-
-
-def _linked_file(name: str, line: str) -> str | None:
-    """The note an index line links, None when it is not an entry."""
-    entries, _ = parse_index(name, line.encode())
-    return entries[0].file if entries else None

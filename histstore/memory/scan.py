@@ -114,6 +114,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from histstore.history.reading import resolve_session
+from histstore.memory import index as memindex
 from histstore.memory import rules as memrules
 from histstore.overlay.markers import Overlay
 from histstore.recall.stopwords import FUNCTION_WORDS
@@ -585,7 +586,7 @@ def _short(text: str, fits: Any) -> str:
 def _line_fits(name: str, file: str) -> Any:
     def fits(description: str) -> bool:
         try:
-            return len(memrules.index_line(name, file, description)) <= MAX_INDEX_LINE
+            return len(memindex.index_line(name, file, description)) <= MAX_INDEX_LINE
         except Exception:  # the rules refuse it: try shorter
             return False
 
@@ -666,7 +667,7 @@ def scan_turns(turns: Iterable[dict[str, Any]]) -> list[Proposal]:
                 name=name,
                 description=description,
                 body=_body(h, quote, asked),
-                index_line=memrules.index_line(name, file, description),
+                index_line=memindex.index_line(name, file, description),
                 file=file,
                 evidence=[str(t["turn_id"]) for t in h.turns],
                 quote=quote,
@@ -706,7 +707,7 @@ def _passes_rules(p: Proposal) -> bool:
         if memrules.note_file_name(p.type, p.slug) != p.file:
             return False
         note, violations = memrules.parse_note(p.file, p.render().encode("utf-8"))
-        line = memrules.index_line(p.name, p.file, p.description)
+        line = memindex.index_line(p.name, p.file, p.description)
     except Exception:  # a rule refused it outright
         return False
     return note is not None and not violations and line == p.index_line

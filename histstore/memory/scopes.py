@@ -22,6 +22,7 @@ from pathlib import Path
 import blake3
 
 from histstore.errors import BadInput, NotFound
+from histstore.memory import index as memindex
 from histstore.memory import rules as memrules
 from histstore.overlay.targets import MEMORY_PREFIX, memory_target, parse_memory_target
 from histstore.store.store import Store
@@ -260,7 +261,7 @@ def index_file(directory: Path) -> str:
     (``memory.md``, ``INDEX.md``) that is there, else ``MEMORY.md`` (created)."""
     if (directory / INDEX_FILE).is_file():
         return INDEX_FILE
-    found = memrules.index_order(e.name for e in os.scandir(directory) if e.is_file())
+    found = memindex.index_order(e.name for e in os.scandir(directory) if e.is_file())
     return found[0] if found else INDEX_FILE
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from histstore.errors import BadInput, Conflict, HistError, NotFound
+from histstore.memory import check as memcheck
+from histstore.memory import index as memindex
 from histstore.memory import rules as memrules
 from histstore.memory.folders import (
     Base,
@@ -160,7 +162,7 @@ def draft_fields(text: str) -> dict[str, Any]:
 def _index_with(index_old: bytes | None, file: str, line: str) -> tuple[bytes, str | None]:
     """The index with exactly one line added or changed: (new bytes, replaced line)."""
     text = (index_old or b"").decode("utf-8-sig") if index_old else ""
-    # lines as memrules.parse_index counts them (split on "\n" only), each
+    # lines as memindex.parse_index counts them (split on "\n" only), each
     # keeping its own ending, so only the one line changes
     raw = text.split("\n")
     ends = ["\n"] * (len(raw) - 1) + [""]
@@ -173,7 +175,7 @@ def _index_with(index_old: bytes | None, file: str, line: str) -> tuple[bytes, s
         for r, e in zip(raw, ends, strict=True)
     ]
     first_end = next((e for e in ends if e), "\n")
-    entries, _ = memrules.parse_index(INDEX_FILE, index_old or b"")
+    entries, _ = memindex.parse_index(INDEX_FILE, index_old or b"")
     mine = [e for e in entries if e.file == file]
     if len(mine) > 1:
         raise BadInput(
@@ -278,7 +280,7 @@ def plan_write(
                 f"{index_path} is not UTF-8 text",
                 hint="fix it first (`hs memory check` shows where)",
             ) from None
-    line = memrules.index_line(note.name, file, note.description)
+    line = memindex.index_line(note.name, file, note.description)
     index_new, replaced = _index_with(index_old, file, line)
     return WritePlan(
         mdir,
@@ -427,7 +429,7 @@ def apply_write(store: Store, plan: WritePlan, *, command: str) -> WriteResult:
                 f"the {plan.mdir.scope.label} memory was recorded meanwhile",
                 hint="run the command again",
             )
-        before = memrules.check_dir(directory)
+        before = memcheck.check_dir(directory)
         pre_files = read_files(directory)
         # the directory as it was is recorded first, so undo and diff show only
         # this write (agents may have edited it since the last snapshot)
@@ -491,7 +493,7 @@ class _Blocked(HistError):
 
 def _check_written(plan: WritePlan, before: list[memrules.Violation]) -> list[str]:
     """Read both files back and check every rule: what this write broke."""
-    after = memrules.check_dir(plan.mdir.path)
+    after = memcheck.check_dir(plan.mdir.path)
     problems = [f"{v.rule}: {v}" for v in _new_violations(before, after)]
     if plan.path.read_bytes() != plan.text.encode("utf-8"):
         problems.append(f"{plan.file} does not read back as written")
@@ -499,7 +501,7 @@ def _check_written(plan: WritePlan, before: list[memrules.Violation]) -> list[st
         problems.append(f"{plan.index_path.name} does not read back as written")
     _note, violations = memrules.parse_note(plan.file, plan.path.read_bytes())
     problems += [f"{v.rule}: {v}" for v in violations]
-    entries, _ = memrules.parse_index(plan.index_path.name, plan.index_path.read_bytes())
+    entries, _ = memindex.parse_index(plan.index_path.name, plan.index_path.read_bytes())
     if sum(1 for e in entries if e.file == plan.file) != 1:
         problems.append(f"index-entry: {plan.index_path.name} does not list {plan.file} once")
     return problems

@@ -16,7 +16,8 @@ from typing import Any
 
 from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError, NotFound
 from histstore.history.turn import parse_time
-from histstore.memory.rules import is_index_name, merge_index
+from histstore.memory.index import merge_index
+from histstore.memory.rules import is_index_name
 from histstore.store.kinds import SessionRev, TurnEntry
 from histstore.store.merge import deletion_loses, keep, merge3
 from histstore.sync.walk import Objects
