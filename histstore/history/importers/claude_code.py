@@ -78,7 +78,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from histstore.errors import BadInput
 from histstore.history.importers import (
     PROGRESS_STEP,
     Parsed,
@@ -87,41 +86,22 @@ from histstore.history.importers import (
     Redact,
     SessionMeta,
 )
-from histstore.history.turn import is_untrusted_tool, normalize_time
+from histstore.history.importers.claude_turn import Group, Line, build_turn, is_prompt, text_or_none
 from histstore.store.redact import redact_json_line
 
 __all__ = ["find_files", "is_claude_code_line", "parse_file"]
 
-AGENT = "claude-code"
-FORMAT = "claude-code"
 
 _ENVELOPE_TYPES = frozenset({"user", "assistant", "system", "progress", "attachment"})
+
+
 _SESSION_TYPES = frozenset({"permission-mode", "last-prompt", "ai-title", "queue-operation"})
 
-_CAVEAT_PREFIX = "Caveat: The messages below were generated"
-_INTERRUPT_PREFIX = "[Request interrupted by user"
-_COMMAND_PREFIXES = (
-    "<command-name>",
-    "<command-message>",
-    "<command-args>",
-    "<local-command-stdout>",
-    "<local-command-stderr>",
-    "<bash-input>",
-    "<bash-stdout>",
-    "<bash-stderr>",
-    "<user-memory-input>",
-)
-_CAVEAT_TAG = "<local-command-caveat>"
-
-_READ_TOOLS = frozenset({"Read", "NotebookRead"})
-_EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
 
 _PARENT_SCAN_LINES = 200
 
+
 _AGENT_FILE = re.compile(r"^agent-(.+)$")
-
-
-# --------------------------------------------------------------------------- detection
 
 
 def is_claude_code_line(obj: dict[str, Any]) -> bool:
@@ -153,130 +133,9 @@ def find_files(root: pathlib.Path) -> list[pathlib.Path]:
     return sorted(p for p in root.rglob("*.jsonl") if p.is_file())
 
 
-# --------------------------------------------------------------------------- helpers
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _time(value: Any) -> str | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return normalize_time(value)
-    except (BadInput, ValueError, OverflowError):
-        return None
-
-
-def _blocks(content: Any) -> list[dict[str, Any]]:
-    if isinstance(content, list):
-        return [b for b in content if isinstance(b, dict)]
-    return []
-
-
-def _message(obj: dict[str, Any]) -> dict[str, Any]:
-    msg = obj.get("message")
-    return msg if isinstance(msg, dict) else {}
-
-
-def _user_text(content: Any) -> str:
-    """A user message's text: the string, or its text blocks joined with newlines."""
-    if isinstance(content, str):
-        return content
-    parts = [b.get("text") for b in _blocks(content) if b.get("type") == "text"]
-    return "\n".join(p for p in parts if isinstance(p, str))
-
-
-def _has_prompt_content(content: Any) -> bool:
-    if isinstance(content, str):
-        return True
-    return any(b.get("type") in ("text", "image") for b in _blocks(content))
-
-
-def _is_tool_result_carrier(content: Any) -> bool:
-    return any(b.get("type") == "tool_result" for b in _blocks(content))
-
-
-def _is_caveat(text: str) -> bool:
-    s = text.lstrip()
-    return s.startswith(_CAVEAT_PREFIX) or s.startswith(_CAVEAT_TAG)
-
-
-def _is_command(text: str) -> bool:
-    return text.lstrip().startswith(_COMMAND_PREFIXES)
-
-
-def _is_interrupt(text: str) -> bool:
-    return text.strip().startswith(_INTERRUPT_PREFIX)
-
-
-def is_prompt(obj: dict[str, Any], *, sidechain_ok: bool = False) -> bool:
-    """True when ``obj`` is a user line that starts a turn (see the module doc)."""
-    if obj.get("type") != "user":
-        return False
-    if obj.get("isSidechain") is True and not sidechain_ok:
-        return False
-    if obj.get("isMeta") or obj.get("isCompactSummary") or obj.get("isVisibleInTranscriptOnly"):
-        return False
-    content = _message(obj).get("content")
-    if not _has_prompt_content(content) or _is_tool_result_carrier(content):
-        return False
-    text = _user_text(content)
-    return not (_is_caveat(text) or _is_command(text) or _is_interrupt(text))
-
-
-def _tool_output(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts: list[str] = []
-        for item in content:
-            if isinstance(item, dict) and item.get("type") == "text":
-                t = item.get("text")
-                if isinstance(t, str):
-                    parts.append(t)
-            elif isinstance(item, str):
-                parts.append(item)
-        return "\n".join(parts)
-    return json.dumps(content, ensure_ascii=False, sort_keys=True)
-
-
-def _error_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
-    except (TypeError, ValueError):
-        return str(value)
-
-
-# --------------------------------------------------------------------------- reading
-
-
-@dataclass
-class _Line:
-    lineno: int
-    text: str
-    obj: dict[str, Any]
-
-
-@dataclass
-class _Group:
-    """The lines of one turn, before they are turned into a record."""
-
-    prompt: _Line | None  # None: a sub-agent turn whose prompt line is missing
-    lines: list[_Line] = field(default_factory=list)  # own records, file order
-    extra_raw: list[tuple[int, str]] = field(default_factory=list)  # preamble, summaries
-
-
 def _read_lines(
     path: pathlib.Path, redact: Redact, problems: list[Problem], progress: Progress | None = None
-) -> Iterator[_Line]:
+) -> Iterator[Line]:
     unreported = 0
     with open(path, "rb") as fh:
         for lineno, data in enumerate(fh, start=1):
@@ -302,7 +161,7 @@ def _read_lines(
             if not isinstance(obj, dict):
                 problems.append(Problem(str(path), lineno, "not a JSON object"))
                 continue
-            yield _Line(lineno, text, obj)
+            yield Line(lineno, text, obj)
     if progress is not None and unreported:
         progress(unreported)
 
@@ -366,7 +225,67 @@ def _read_meta(path: pathlib.Path, redact: Redact, problems: list[Problem]) -> A
         return None
 
 
-# --------------------------------------------------------------------------- parsing
+@dataclass
+class _Cut:
+    """A file cut into turns' groups, and what its lines said of the session."""
+
+    groups: list[Group] = field(default_factory=list)
+    preamble: list[Line] = field(default_factory=list)
+    summaries: list[Line] = field(default_factory=list)
+    sub_mode: bool | None = None
+    first_cwd: str | None = None
+    first_session: str | None = None
+    first_agent: str | None = None
+    summary_title: str | None = None
+    ai_title: str | None = None
+
+
+def _cut(lines: Iterator[Line], cut: _Cut, problems: list[Problem]) -> Iterator[Problem]:
+    """Read every line into ``cut``: a prompt starts a group; every other line
+    goes to the group of its parent uuid, else the latest prompt's."""
+    uuid_group: dict[str, int] = {}
+    prompt_uuids: set[str] = set()
+    current: int | None = None
+    for line in lines:
+        yield from problems
+        problems.clear()
+        obj = line.obj
+        kind = obj.get("type")
+        if cut.sub_mode is None and "isSidechain" in obj:
+            cut.sub_mode = obj.get("isSidechain") is True
+        cut.first_cwd = cut.first_cwd or text_or_none(obj.get("cwd")) or None
+        cut.first_session = cut.first_session or text_or_none(obj.get("sessionId")) or None
+        cut.first_agent = cut.first_agent or text_or_none(obj.get("agentId")) or None
+        if kind == "summary":
+            title = text_or_none(obj.get("summary"))
+            if cut.summary_title is None and title:
+                cut.summary_title = title
+            cut.summaries.append(line)
+            continue
+        if kind == "ai-title":
+            cut.ai_title = text_or_none(obj.get("aiTitle")) or cut.ai_title
+
+        uuid = text_or_none(obj.get("uuid"))
+        if uuid and uuid not in prompt_uuids and is_prompt(obj, sidechain_ok=bool(cut.sub_mode)):
+            prompt_uuids.add(uuid)
+            cut.groups.append(Group(prompt=line, lines=[line]))
+            current = len(cut.groups) - 1
+            uuid_group[uuid] = current
+            continue
+        target = current
+        for key in ("parentUuid", "logicalParentUuid"):
+            parent = text_or_none(obj.get(key))
+            if parent and parent in uuid_group:
+                target = uuid_group[parent]
+                break
+        if target is None:
+            cut.preamble.append(line)
+            continue
+        cut.groups[target].lines.append(line)
+        if uuid and uuid not in uuid_group:
+            uuid_group[uuid] = target
+    yield from problems
+    problems.clear()
 
 
 def parse_file(
@@ -377,103 +296,45 @@ def parse_file(
     path = pathlib.Path(path)
     problems: list[Problem] = []
     layout = _subagent_layout(path)
-    sub_mode: bool | None = True if layout else None
-
-    groups: list[_Group] = []
-    uuid_group: dict[str, int] = {}
-    prompt_uuids: set[str] = set()
-    current: int | None = None
-    preamble: list[_Line] = []
-    summaries: list[_Line] = []
-
-    first_cwd: str | None = None
-    first_session: str | None = None
-    first_agent: str | None = None
-    summary_title: str | None = None
-    ai_title: str | None = None
-
-    for line in _read_lines(path, redact, problems, progress):
-        yield from problems
-        problems.clear()
-        obj = line.obj
-        kind = obj.get("type")
-        if sub_mode is None and "isSidechain" in obj:
-            sub_mode = obj.get("isSidechain") is True
-        if first_cwd is None:
-            first_cwd = _str(obj.get("cwd")) or None
-        if first_session is None:
-            first_session = _str(obj.get("sessionId")) or None
-        if first_agent is None:
-            first_agent = _str(obj.get("agentId")) or None
-
-        if kind == "summary":
-            title = _str(obj.get("summary"))
-            if summary_title is None and title:
-                summary_title = title
-            summaries.append(line)
-            continue
-        if kind == "ai-title":
-            title = _str(obj.get("aiTitle"))
-            if title:
-                ai_title = title
-
-        uuid = _str(obj.get("uuid"))
-        if uuid and uuid not in prompt_uuids and is_prompt(obj, sidechain_ok=bool(sub_mode)):
-            prompt_uuids.add(uuid)
-            groups.append(_Group(prompt=line, lines=[line]))
-            current = len(groups) - 1
-            uuid_group[uuid] = current
-            continue
-
-        target = current
-        for key in ("parentUuid", "logicalParentUuid"):
-            parent = _str(obj.get(key))
-            if parent and parent in uuid_group:
-                target = uuid_group[parent]
-                break
-        if target is None:
-            preamble.append(line)
-            continue
-        groups[target].lines.append(line)
-        if uuid and uuid not in uuid_group:
-            uuid_group[uuid] = target
-    yield from problems
-    problems.clear()
+    cut = _Cut(sub_mode=True if layout else None)
+    yield from _cut(_read_lines(path, redact, problems, progress), cut, problems)
+    groups, preamble, sub_mode = cut.groups, cut.preamble, cut.sub_mode
 
     # A sub-agent whose prompt line is missing: its opening records make a turn.
     if sub_mode and any(ln.obj.get("type") == "assistant" for ln in preamble):
-        groups.insert(0, _Group(prompt=None, lines=preamble))
+        groups.insert(0, Group(prompt=None, lines=preamble))
         preamble = []
 
     if groups:
         first = groups[0]
         first.extra_raw.extend((ln.lineno, ln.text) for ln in preamble)
-        first.extra_raw.extend((ln.lineno, ln.text) for ln in summaries)
+        first.extra_raw.extend((ln.lineno, ln.text) for ln in cut.summaries)
 
     session_fallback = path.stem
     if layout == "nested" and len(path.parents) >= 2:
         session_fallback = path.parents[1].name
     # names taken from the file system are text from outside too
-    session_id = first_session or redact(session_fallback)
+    session_id = cut.first_session or redact(session_fallback)
     project = None
     if sub_mode:
         project = _parent_cwd(path, layout, session_id, redact)
-    project = project or first_cwd or redact(_project_slug(path))
+    project = project or cut.first_cwd or redact(_project_slug(path))
 
     subagent: str | None = None
     subagent_meta: Any = None
     if sub_mode:
         m = _AGENT_FILE.match(path.stem)
-        subagent = first_agent or redact(m.group(1) if m else path.stem)
+        subagent = cut.first_agent or redact(m.group(1) if m else path.stem)
         subagent_meta = _read_meta(path, redact, problems)
         yield from problems
         problems.clear()
 
-    yield SessionMeta(session_id=session_id, title=ai_title or summary_title, project=project)
+    title = cut.ai_title or cut.summary_title
+    yield SessionMeta(session_id=session_id, title=title, project=project)
 
     tool_steps: dict[str, dict[str, Any]] = {}
     for group in groups:
-        turn = _build_turn(
+        turn = build_turn(
             group,
             path=path,
             session_id=session_id,
@@ -488,289 +349,3 @@ def parse_file(
         problems.clear()
         if turn is not None:
             yield turn
-
-
-@dataclass
-class _AssistantMsg:
-    texts: list[str] = field(default_factory=list)
-    error: bool = False
-
-
-def _build_turn(
-    group: _Group,
-    *,
-    path: pathlib.Path,
-    session_id: str,
-    project: str,
-    sub_mode: bool,
-    subagent: str | None,
-    subagent_meta: Any,
-    tool_steps: dict[str, dict[str, Any]],
-    problems: list[Problem],
-) -> dict[str, Any] | None:
-    lines = group.lines
-    if not lines:
-        return None
-    head = group.prompt or lines[0]
-    prompt_obj = head.obj
-
-    steps: list[dict[str, Any]] = []
-    files: dict[str, None] = {}
-    edited: dict[str, None] = {}
-    tools: dict[str, int] = {}
-    tainted = False
-    model: str | None = None
-    interrupted = False
-    api_error_lines = False
-    messages: dict[str, _AssistantMsg] = {}
-    last_msg: str | None = None
-    cwd = _str(prompt_obj.get("cwd"))
-    last_time: str | None = None
-
-    asked = ""
-    for line in lines:
-        obj = line.obj
-        at = _time(obj.get("timestamp"))
-        if at is not None:
-            last_time = at
-        if cwd is None:
-            cwd = _str(obj.get("cwd"))
-        kind = obj.get("type")
-        if obj.get("isSidechain") is True and not sub_mode:
-            continue  # an old CLI's sub-agent record inside the main file: raw only
-        msg = _message(obj)
-        content = msg.get("content")
-
-        if line is group.prompt:
-            asked = _user_text(content)
-            if asked or isinstance(content, str):
-                steps.append({"type": "user", "text": asked, "at": at})
-            for block in _blocks(content):
-                if block.get("type") == "image":
-                    steps.append(_image_step(block, at))
-            continue
-
-        if kind == "user":
-            if obj.get("isCompactSummary"):
-                steps.append(_event("compact", _user_text(content), at))
-                continue
-            if _is_tool_result_carrier(content):
-                for block in _blocks(content):
-                    btype = block.get("type")
-                    if btype == "tool_result":
-                        _tool_result(block, at, steps, tool_steps)
-                    elif btype == "text":
-                        text = _str(block.get("text")) or ""
-                        if _is_interrupt(text):
-                            interrupted = True
-                            steps.append(_event("interrupted", text, at))
-                        else:
-                            steps.append({"type": "user", "text": text, "at": at})
-                    elif btype == "image":
-                        steps.append(_image_step(block, at))
-                continue
-            text = _user_text(content)
-            if obj.get("isMeta") or obj.get("isVisibleInTranscriptOnly") or _is_caveat(text):
-                steps.append(_event("meta", text, at))
-            elif _is_command(text):
-                steps.append(_event("command", text, at))
-            elif _is_interrupt(text):
-                interrupted = True
-                steps.append(_event("interrupted", text, at))
-            else:
-                if text or isinstance(content, str):
-                    steps.append({"type": "user", "text": text, "at": at})
-                for block in _blocks(content):
-                    if block.get("type") == "image":
-                        steps.append(_image_step(block, at))
-            continue
-
-        if kind == "assistant":
-            mid = _str(msg.get("id")) or _str(obj.get("uuid")) or f"line-{line.lineno}"
-            line_model = _str(msg.get("model"))
-            blocks = _blocks(content)
-            if isinstance(content, str):
-                blocks = [{"type": "text", "text": content}]
-            texts = [
-                b["text"]
-                for b in blocks
-                if b.get("type") == "text" and isinstance(b.get("text"), str)
-            ]
-            is_error = obj.get("isApiErrorMessage") is True or (
-                line_model == "<synthetic>" and any(t.startswith("API Error") for t in texts)
-            )
-            entry = messages.setdefault(mid, _AssistantMsg())
-            last_msg = mid
-            if is_error:
-                entry.error = True
-                text = "\n".join(texts) or _error_text(obj.get("error"))
-                steps.append(_event("api_error", text, at))
-                continue
-            if line_model and line_model != "<synthetic>":
-                model = line_model
-            for block in blocks:
-                btype = block.get("type")
-                if btype == "text":
-                    text = _str(block.get("text")) or ""
-                    entry.texts.append(text)
-                    steps.append({"type": "assistant", "text": text, "at": at, "model": line_model})
-                elif btype == "thinking":
-                    text = _str(block.get("thinking")) or _str(block.get("text")) or ""
-                    steps.append({"type": "thinking", "text": text, "at": at})
-                elif btype == "tool_use":
-                    tainted = (
-                        _tool_use(block, at, steps, tool_steps, files, edited, tools) or tainted
-                    )
-            continue
-
-        if kind == "system":
-            subtype = obj.get("subtype")
-            if subtype == "api_error":
-                api_error_lines = True
-                steps.append(_event("api_error", _error_text(obj.get("error")), at))
-            elif subtype == "compact_boundary":
-                steps.append(_event("compact", _str(obj.get("content")) or "", at))
-
-    answered = ""
-    last_error = False
-    if last_msg is not None:
-        entry = messages[last_msg]
-        last_error = entry.error
-        if not entry.error and entry.texts:
-            answered = entry.texts[-1]
-
-    if interrupted:
-        status = "interrupted"
-    elif last_error or (api_error_lines and not answered):
-        status = "failed"
-    else:
-        status = "completed"
-
-    asked_at = _time(prompt_obj.get("timestamp"))
-    if asked_at is None:
-        asked_at = next((t for ln in lines if (t := _time(ln.obj.get("timestamp")))), None)
-    if asked_at is None:
-        problems.append(Problem(str(path), head.lineno, "prompt has no usable timestamp; skipped"))
-        return None
-
-    turn_id = _str(prompt_obj.get("uuid"))
-    if not turn_id:
-        turn_id = next((u for ln in lines if (u := _str(ln.obj.get("uuid")))), None)
-    if not turn_id:
-        turn_id = f"{session_id}-L{head.lineno}"
-
-    raw_pairs = [(ln.lineno, ln.text) for ln in lines] + group.extra_raw
-    raw_pairs.sort(key=lambda p: p[0])
-
-    turn: dict[str, Any] = {
-        "turn_id": turn_id,
-        "session_id": _str(prompt_obj.get("sessionId")) or session_id,
-        "project": project,
-        "asked_at": asked_at,
-        "asked": asked,
-        "answered": answered,
-        "files": list(files),
-        "edited": list(edited),
-        "tools": tools,
-        "tainted": tainted,
-        "model": model,
-        "agent": AGENT,
-        "status": status,
-        "answered_at": last_time,
-        "cwd": cwd,
-        "subagent": subagent,
-        "source": {
-            "format": FORMAT,
-            "file": str(path),
-            "line": head.lineno,
-            "end_line": raw_pairs[-1][0],
-        },
-        "steps": steps,
-        "raw": [text for _, text in raw_pairs],
-    }
-    if subagent_meta is not None:
-        turn["extra"] = {"subagent_meta": subagent_meta}
-    return turn
-
-
-def _event(kind: str, text: str, at: str | None) -> dict[str, Any]:
-    return {"type": "event", "kind": kind, "text": text, "at": at}
-
-
-def _image_step(block: dict[str, Any], at: str | None) -> dict[str, Any]:
-    source = block.get("source")
-    src = source if isinstance(source, dict) else {}
-    return {
-        "type": "image",
-        "media_type": _str(src.get("media_type")) or "",
-        "data": _str(src.get("data")) or _str(src.get("url")) or "",
-        "at": at,
-    }
-
-
-def _tool_use(
-    block: dict[str, Any],
-    at: str | None,
-    steps: list[dict[str, Any]],
-    tool_steps: dict[str, dict[str, Any]],
-    files: dict[str, None],
-    edited: dict[str, None],
-    tools: dict[str, int],
-) -> bool:
-    """Record one tool_use block; return True when the tool is untrusted."""
-    tool_id = _str(block.get("id")) or ""
-    if tool_id and tool_id in tool_steps and tool_steps[tool_id].get("name"):
-        return False  # the same block written twice
-    name = _str(block.get("name")) or ""
-    raw_input = block.get("input")
-    tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
-    step = tool_steps.get(tool_id) if tool_id else None
-    if step is None:
-        step = {
-            "type": "tool",
-            "id": tool_id,
-            "name": name,
-            "input": tool_input,
-            "output": None,
-            "is_error": False,
-            "at": at,
-        }
-        if tool_id:
-            tool_steps[tool_id] = step
-        steps.append(step)
-    else:  # the result came first; fill in the call
-        step["name"] = name
-        step["input"] = tool_input
-    tools[name] = tools.get(name, 0) + 1
-    target = _str(tool_input.get("file_path")) or _str(tool_input.get("notebook_path"))
-    if target:
-        if name in _READ_TOOLS:
-            files.setdefault(target, None)
-        elif name in _EDIT_TOOLS:
-            edited.setdefault(target, None)
-    return is_untrusted_tool(name)
-
-
-def _tool_result(
-    block: dict[str, Any],
-    at: str | None,
-    steps: list[dict[str, Any]],
-    tool_steps: dict[str, dict[str, Any]],
-) -> None:
-    tool_id = _str(block.get("tool_use_id")) or ""
-    step = tool_steps.get(tool_id) if tool_id else None
-    if step is None:
-        step = {
-            "type": "tool",
-            "id": tool_id,
-            "name": "",
-            "input": {},
-            "output": None,
-            "is_error": False,
-            "at": at,
-        }
-        if tool_id:
-            tool_steps[tool_id] = step
-        steps.append(step)
-    step["output"] = _tool_output(block.get("content"))
-    step["is_error"] = block.get("is_error") is True
