@@ -11,7 +11,12 @@ Exit codes are part of the interface (documented in docs/cli.md):
 5   conflict: a compare-and-swap lost, or the operation cannot apply
 6   locked: another writer holds the store lock past the timeout
 7   corrupt: an object or file failed verification
+8   rebuild-failed: a forget's index swap failed; the marker was rolled back
+9   blocked-non-converged: a forget is recorded but the index still holds it
+10  blocked: a memory write failed a check after touching the folder (rolled back)
 ==  ===========================================================
+
+Every error class of the library is here, so this is the one list of exit codes.
 """
 
 from __future__ import annotations
@@ -72,3 +77,26 @@ class CorruptObject(HistError):
 
 class CorruptStore(HistError):
     exit_code = 7
+
+
+class Unconfirmed(BadInput):
+    """The confirmation does not name the resolved target (exit 2)."""
+
+
+class RebuildFailed(HistError):
+    """A forget, unforget or undo could not swap the recall index; the marker
+    change was rolled back and the previous generation serves."""
+
+    exit_code = 8
+
+
+class NotConverged(HistError):
+    """A forget stands but the index could not be brought to hide it."""
+
+    exit_code = 9
+
+
+class WriteBlocked(HistError):
+    """A memory write failed a check after it touched the directory (exit 10)."""
+
+    exit_code = 10

@@ -277,102 +277,101 @@ def show(
     json_out: JsonOpt = False,
 ) -> None:
     """Show a turn (with --full every step), a session, or any object."""
-    from histstore.history.reading import expand_turn, raw_records
     from histstore.overlay import reads
-    from histstore.porcelain import render
 
     store = open_store(ctx)
     r = reads.show(store, ident, show_all=all_)
     if r.kind == "turn":
-        assert r.entry is not None and r.session is not None
-        if r.turn is None:
-            assert r.withheld is not None
+        _show_turn(store, r, full=full, raw=raw, json_out=json_out)
+    elif r.kind == "session":
+        _show_session(r, json_out=json_out)
+    else:
+        _show_object(r, json_out=json_out)
+
+
+def _show_turn(store: Any, r: Any, *, full: bool, raw: bool, json_out: bool) -> None:
+    from histstore.history.reading import expand_turn, raw_records
+    from histstore.porcelain import render
+
+    assert r.entry is not None and r.session is not None
+    if r.turn is None:
+        _print_forgotten(
+            r.entry.turn_id, r.session.session_id, r.entry.asked_at, r.withheld, json_out, False, 0
+        )
+        return
+    turn = r.turn
+    if raw:
+        for line in raw_records(store, turn):
+            typer.echo(line)
+        return
+    if json_out:
+        out = expand_turn(store, turn) if full else _turn_summary(turn, r.entry.object)
+        out["object"] = r.entry.object
+        typer.echo(json.dumps(out, ensure_ascii=False))
+        return
+    typer.echo(render.turn_text(turn, r.session, max_lines=None))
+    if full:
+        typer.echo("")
+        for step in expand_turn(store, turn)["steps"]:
+            typer.echo(render.step_text(step))
+    src = turn.get("source") or {}
+    if src.get("file"):
+        typer.echo(f"\nSource:  {src['file']}:{src.get('line', '?')}")
+
+
+def _show_session(r: Any, *, json_out: bool) -> None:
+    from histstore.porcelain import render
+
+    s = r.session
+    if r.withheld is not None:
+        _print_forgotten_session(s.session_id, r.withheld, json_out)
+        return
+    if json_out:
+        typer.echo(json.dumps(s.as_json(), ensure_ascii=False))
+        return
+    typer.echo(f"session {s.session_id}")
+    if s.title:
+        typer.echo(f"Title:   {s.title}")
+    typer.echo(f"Project: {s.project}")
+    typer.echo(f"Agent:   {s.agent}")
+    typer.echo(f"Turns:   {len(s.turns)}")
+    typer.echo("")
+    for it in r.turns:
+        if it.turn is None:
             _print_forgotten(
-                r.entry.turn_id,
-                r.session.session_id,
-                r.entry.asked_at,
+                it.turn_id, s.session_id, it.entry.asked_at, it.withheld, False, True, 0
+            )
+        else:
+            typer.echo(render.oneline(it.turn))
+
+
+def _show_object(r: Any, *, json_out: bool) -> None:
+    kind = r.object_kind
+    if r.withheld is not None:
+        names = r.names
+        if "turn_id" in names:
+            _print_forgotten(
+                names["turn_id"],
+                names["session_id"],
+                names["asked_at"],
                 r.withheld,
                 json_out,
                 False,
                 0,
             )
-            return
-        turn = r.turn
-        if raw:
-            for line in raw_records(store, turn):
-                typer.echo(line)
-            return
-        if json_out:
-            out = expand_turn(store, turn) if full else _turn_summary(turn, r.entry.object)
-            out["object"] = r.entry.object
-            typer.echo(json.dumps(out, ensure_ascii=False))
-            return
-        typer.echo(render.turn_text(turn, r.session, max_lines=None))
-        if full:
-            typer.echo("")
-            for step in expand_turn(store, turn)["steps"]:
-                typer.echo(render.step_text(step))
-        src = turn.get("source") or {}
-        if src.get("file"):
-            typer.echo(f"\nSource:  {src['file']}:{src.get('line', '?')}")
-    elif r.kind == "session":
-        assert r.session is not None
-        s = r.session
-        if r.withheld is not None:
-            _print_forgotten_session(s.session_id, r.withheld, json_out)
-            return
-        if json_out:
-            typer.echo(json.dumps(s.as_json(), ensure_ascii=False))
-            return
-        typer.echo(f"session {s.session_id}")
-        if s.title:
-            typer.echo(f"Title:   {s.title}")
-        typer.echo(f"Project: {s.project}")
-        typer.echo(f"Agent:   {s.agent}")
-        typer.echo(f"Turns:   {len(s.turns)}")
-        typer.echo("")
-        for it in r.turns:
-            if it.turn is None:
-                assert it.withheld is not None
-                _print_forgotten(
-                    it.turn_id, s.session_id, it.entry.asked_at, it.withheld, False, True, 0
-                )
-            else:
-                typer.echo(render.oneline(it.turn))
-    else:
-        kind = r.object_kind
-        if r.withheld is not None:
-            if "turn_id" in r.names:
-                names = r.names
-                _print_forgotten(
-                    names["turn_id"],
-                    names["session_id"],
-                    names["asked_at"],
-                    r.withheld,
-                    json_out,
-                    False,
-                    0,
-                )
-            else:
-                _print_forgotten_session(r.names["session_id"], r.withheld, json_out)
-            return
-        payload = r.payload
-        assert payload is not None and kind is not None
-        if json_out:
-            body: Any = (
-                payload.decode("utf-8", "replace") if kind == "blob" else json.loads(payload)
-            )
-            typer.echo(
-                json.dumps({"id": r.id, "kind": kind, "size": len(payload), "payload": body})
-            )
-            return
-        typer.echo(f"{kind} {r.id} ({len(payload)} bytes)")
-        if kind == "blob":
-            typer.echo(payload.decode("utf-8", "replace"))
         else:
-            typer.echo(
-                json.dumps(json.loads(payload), ensure_ascii=False, indent=2, sort_keys=True)
-            )
+            _print_forgotten_session(names["session_id"], r.withheld, json_out)
+        return
+    payload = r.payload
+    if json_out:
+        body: Any = payload.decode("utf-8", "replace") if kind == "blob" else json.loads(payload)
+        typer.echo(json.dumps({"id": r.id, "kind": kind, "size": len(payload), "payload": body}))
+        return
+    typer.echo(f"{kind} {r.id} ({len(payload)} bytes)")
+    if kind == "blob":
+        typer.echo(payload.decode("utf-8", "replace"))
+    else:
+        typer.echo(json.dumps(json.loads(payload), ensure_ascii=False, indent=2, sort_keys=True))
 
 
 def _print_forgotten_session(session_id: str, marker: Any, json_out: bool) -> None:

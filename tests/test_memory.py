@@ -893,7 +893,7 @@ def test_a_write_changes_one_index_line_whatever_the_line_endings(hs: HS, mem: P
 
 
 def test_cloud_model_ids_match_by_their_bare_name() -> None:
-    from histstore.memory.rules import bare_model_name, model_matches
+    from histstore.memory.models import bare_model_name, model_matches
 
     assert bare_model_name("us.anthropic.claude-sonnet-4-5-20250929-v1:0") == "claude-sonnet-4-5"
     assert bare_model_name("claude-opus-4-1@20250805") == "claude-opus-4-1"

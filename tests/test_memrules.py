@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from histstore.errors import BadInput, NotFound
 from histstore.memory import check as memcheck
 from histstore.memory import index as memindex
+from histstore.memory import models as memmodels
 from histstore.memory import rules as mr
 from histstore.memory.rules import Violation
 
@@ -363,7 +364,7 @@ def test_only_model_notes_need_a_models_line() -> None:
     ],
 )
 def test_bare_model_name(model: str, bare: str) -> None:
-    assert mr.bare_model_name(model) == bare
+    assert memmodels.bare_model_name(model) == bare
 
 
 @pytest.mark.parametrize(
@@ -389,11 +390,11 @@ def test_bare_model_name(model: str, bare: str) -> None:
     ],
 )
 def test_model_matches(globs: list[str], model: str, matches: bool) -> None:
-    assert mr.model_matches(globs, model) is matches
+    assert memmodels.model_matches(globs, model) is matches
 
 
 def test_estimate_tokens() -> None:
-    assert [mr.estimate_tokens("x" * n) for n in (0, 1, 4, 5, 8, 9)] == [0, 1, 1, 2, 2, 3]
+    assert [memmodels.estimate_tokens("x" * n) for n in (0, 1, 4, 5, 8, 9)] == [0, 1, 1, 2, 2, 3]
 
 
 # --- bad bytes --------------------------------------------------------------------

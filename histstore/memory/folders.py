@@ -50,6 +50,45 @@ from histstore.store.oplog import Operation, RefChange
 from histstore.store.store import Store
 
 
+def _as_merged(
+    store: Store, scope: Scope, folder: dict[str, bytes], old: str, notes: list[str] | None
+) -> tuple[dict[str, bytes], set[str], list[dict[str, Any]]]:
+    """A folder's files as the next revision after ``old`` records them: against
+    the revision the folder last matched (its base), merged three-way with
+    what a sync brought since. (the files, the notes withheld from the folder,
+    the conflicts; each conflict is also told in ``notes``)."""
+    old_tree = load_tree(store, load_revision(store, old).tree)
+    b = read_base(store, scope)
+    # no record: the folder never matched a revision here (the scope came
+    # by a push or pull): merged against nothing, so nothing is deleted
+    base = b.rev if b is not None else None
+    withheld = set(b.withheld if b is not None else ())
+    files = as_recorded(store, folder, old_tree, withheld)
+    conflicts: list[dict[str, Any]] = []
+    if base == old:
+        return files, withheld, conflicts
+    base_tree = load_tree(store, load_revision(store, base).tree) if base else {}
+    mine = files
+    files, clashes = _merge_folder(store, base_tree, old_tree, files)
+    for f in clashes:
+        here = hash_object("blob", mine[f]) if f in mine else None
+        versions = sorted(v for v in (here, old_tree.get(f)) if v is not None)
+        conflicts.append({"file": f, "versions": versions})
+        if notes is None:
+            continue
+        if memrules.is_index_name(f):
+            kept = "merged by entry; an entry changed both ways keeps this folder's line"
+        elif f in files and files[f] == mine.get(f):
+            kept = f"this folder's version is kept, the other is in revision {old[:12]}"
+        else:
+            kept = "removed here but changed by the sync: the sync's version is kept"
+        notes.append(
+            f"memory conflict: {scope.label} {f}: changed here and by a sync; {kept} "
+            f"(hs memory diff {f} {old[:12]}; hs memory restore {f}@REV settles it)"
+        )
+    return files, withheld, conflicts
+
+
 def record(
     store: Store,
     scope: Scope,
@@ -85,33 +124,7 @@ def record(
     withheld: set[str] = set()
     conflicts: list[dict[str, Any]] = []
     if directory is not None and old is not None:
-        old_tree = load_tree(store, load_revision(store, old).tree)
-        b = read_base(store, scope)
-        # no record: the folder never matched a revision here (the scope came
-        # by a push or pull): merged against nothing, so nothing is deleted
-        base = b.rev if b is not None else None
-        withheld = set(b.withheld if b is not None else ())
-        files = as_recorded(store, folder, old_tree, withheld)
-        if base != old:
-            base_tree = load_tree(store, load_revision(store, base).tree) if base else {}
-            mine = files
-            files, clashes = _merge_folder(store, base_tree, old_tree, files)
-            for f in clashes:
-                here = hash_object("blob", mine[f]) if f in mine else None
-                versions = sorted(v for v in (here, old_tree.get(f)) if v is not None)
-                conflicts.append({"file": f, "versions": versions})
-                if notes is None:
-                    continue
-                if memrules.is_index_name(f):
-                    kept = "merged by entry; an entry changed both ways keeps this folder's line"
-                elif f in files and files[f] == mine.get(f):
-                    kept = f"this folder's version is kept, the other is in revision {old[:12]}"
-                else:
-                    kept = "removed here but changed by the sync: the sync's version is kept"
-                notes.append(
-                    f"memory conflict: {scope.label} {f}: changed here and by a sync; {kept} "
-                    f"(hs memory diff {f} {old[:12]}; hs memory restore {f}@REV settles it)"
-                )
+        files, withheld, conflicts = _as_merged(store, scope, folder, old, notes)
     tree = put_tree(store, files)
     tree_files = load_tree(store, tree)
     # what the folder is given: all but the notes still withheld (a lifted

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from histstore.errors import BadInput
+from histstore.memory import models as memmodels
 from histstore.memory import rules as memrules
 from histstore.memory.revisions import load_revision, load_tree, scopes
 from histstore.memory.scopes import (
@@ -38,7 +39,7 @@ class PromptPart:
 
     @property
     def tokens(self) -> int:
-        return memrules.estimate_tokens(self.text)
+        return memmodels.estimate_tokens(self.text)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -83,7 +84,7 @@ def prompt(store: Store, model: str, dirs: list[MemoryDir]) -> list[PromptPart]:
                 continue
             if mdir.scope.project is None and f == IDENTITY_FILE:
                 identity.append(PromptPart("identity", label, f, text))
-            elif note.models is not None and memrules.model_matches(note.models, model):
+            elif note.models is not None and memmodels.model_matches(note.models, model):
                 notes.append(PromptPart("model note", label, f, text))
     return identity + notes + indexes
 

@@ -57,7 +57,6 @@ as a word of its own between hyphens, dots or other separators, so
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -93,9 +92,6 @@ INDEX_NAMES = ("MEMORY.md", "INDEX.md")
 MODEL_NOTE_PREFIX = "model_notes_"
 
 
-SMALL_WORDS = ("haiku", "mini", "nano", "small", "flash", "lite")
-
-
 NEEDS_WHY = ("feedback", "project")
 
 
@@ -117,24 +113,11 @@ _FILE_RE = re.compile(rf"({'|'.join(TYPES)})_([a-z0-9][a-z0-9-]{{0,{MAX_SLUG - 1
 _MODELS_RE = re.compile(r"models:(?P<value>.*)")
 
 
-_DATE_SUFFIX_RE = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
-
-
-_BRACKET_SUFFIX_RE = re.compile(r"\[[^\[\]]*\]$")
-
-
-_CLOUD_PREFIX_RE = re.compile(
-    r"^(?:[a-z]{2,6}\.)?(?:anthropic|amazon|meta|mistral|cohere|openai)\."
-)
-
-
-_CLOUD_SUFFIX_RE = re.compile(r"(?:-v\d+(?::\d+)?|@\d{8}|@latest)$")
-
-
 _BOM = b"\xef\xbb\xbf"
 
 
 _SHOW_MAX = 60
+
 
 _INDEX_INDEX = {n.lower(): i for i, n in enumerate(INDEX_NAMES)}
 
@@ -570,42 +553,3 @@ def parse_note(file_name: str, data: bytes) -> tuple[Note | None, list[Violation
         models=models,
     )
     return note, out
-
-
-def bare_model_name(model: str) -> str:
-    """The model's name without provider, context-size suffix or date, lower-cased:
-    ``"anthropic/Claude-Sonnet-4-5-20250929[1m]"`` -> ``"claude-sonnet-4-5"``.
-    Both date forms are dropped: ``-20250929`` and ``-2024-08-06``."""
-    bare = model.strip().lower()
-    bare = bare.rsplit("/", 1)[-1]
-    bare = _BRACKET_SUFFIX_RE.sub("", bare)
-    # cloud catalogue ids: "us.anthropic.claude-x-20250929-v1:0", "claude-x@20250929"
-    bare = _CLOUD_PREFIX_RE.sub("", bare)
-    bare = _CLOUD_SUFFIX_RE.sub("", bare)
-    return _DATE_SUFFIX_RE.sub("", bare)
-
-
-def _is_small(bare: str) -> bool:
-    return any(word in SMALL_WORDS for word in re.split(r"[^a-z0-9]+", bare))
-
-
-def model_matches(globs: list[str], model: str) -> bool:
-    """Whether a model note with these patterns applies to ``model`` (see the module
-    docstring: fnmatch globs, case-insensitive, or ``small``)."""
-    bare = bare_model_name(model)
-    whole = model.strip().lower()
-    for glob in globs:
-        pattern = glob.strip().lower()
-        if not pattern:
-            continue
-        if pattern == "small":
-            if _is_small(bare):
-                return True
-        elif fnmatch.fnmatchcase(bare, pattern) or fnmatch.fnmatchcase(whole, pattern):
-            return True
-    return False
-
-
-def estimate_tokens(text: str) -> int:
-    """A rough token count: characters / 4, rounded up."""
-    return (len(text) + 3) // 4

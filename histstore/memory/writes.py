@@ -13,52 +13,36 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from histstore.errors import BadInput, Conflict, HistError, NotFound
+from histstore.errors import BadInput, Conflict, HistError, NotFound, WriteBlocked
 from histstore.memory import check as memcheck
 from histstore.memory import index as memindex
+from histstore.memory import models as memmodels
 from histstore.memory import rules as memrules
 from histstore.memory.folders import (
     Base,
-    as_given,
     as_recorded,
     excluded_files,
-    follow,
-    not_given,
     read_base,
     record,
     same_files,
-    set_base,
-    still_withheld,
-    write_folder,
 )
 from histstore.memory.revisions import head, load_revision, load_tree, note_at, note_key
 from histstore.memory.scopes import (
-    FILE_KINDS,
     INDEX_FILE,
-    PREFIX,
     MemoryDir,
-    Scope,
     index_file,
     index_warn_tokens,
     inside,
     read_files,
     read_regular,
 )
-from histstore.store.codec import hash_object
 from histstore.store.fsutil import atomic_write, fsync_dir
-from histstore.store.oplog import Operation, RefChange
+from histstore.store.oplog import Operation
 from histstore.store.store import Store
-
-
-class WriteBlocked(HistError):
-    """A write failed a check after it touched the directory (exit 10)."""
-
-    exit_code = 10
 
 
 @dataclass(frozen=True)
@@ -198,6 +182,55 @@ def _index_with(index_old: bytes | None, file: str, line: str) -> tuple[bytes, s
     return (bom + body).encode("utf-8"), replaced
 
 
+def _note_name(
+    directory: Path, type_: str | None, slug: str | None, revise: str | None
+) -> tuple[str, str]:
+    """The (type, slug) a write names: given, or the revised note's own."""
+    if revise is not None:
+        files = {f: "" for f in read_files(directory)}
+        target_file = _find_in_dir(directory, files, revise)
+        split = memrules.split_file_name(target_file)
+        assert split is not None
+        if (type_ is not None and type_ != split[0]) or (slug is not None and slug != split[1]):
+            raise BadInput(
+                f"--revise {revise} keeps its file {target_file}; --type/--slug differ",
+                hint="leave out --type and --slug, or write a new note with --create",
+            )
+        type_, slug = split
+    if type_ is None or slug is None:
+        raise BadInput(
+            "a memory needs --type and --slug", hint="e.g. --type feedback --slug use-tabs"
+        )
+    memrules.check_type(type_)
+    memrules.check_slug(slug)
+    return type_, slug
+
+
+def _render(type_: str, name: str, description: str, body: str) -> str:
+    if not name.strip() or not description.strip():
+        raise BadInput("a memory needs a non-empty --name and --description")
+    for what, value in (("--name", name), ("--description", description)):
+        if any(c in value for c in "\r\n\x00"):
+            raise BadInput(f"{what} holds a line break", hint="give it on one line")
+    return memrules.render_note(type_, name.strip(), description.strip(), body)
+
+
+def _checked_note(file: str, text: str) -> memrules.Note:
+    """The note ``text`` is, refused when it breaks any rule."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInput("the note is not valid UTF-8 text", hint="give the text as UTF-8") from None
+    note, violations = memrules.parse_note(file, data)
+    if violations or note is None:
+        v = violations[0] if violations else None
+        raise BadInput(
+            f"the note breaks a rule: {v}" if v else "the note cannot be parsed",
+            hint="fix the draft; `hs memory check` explains every rule",
+        )
+    return note
+
+
 def plan_write(
     store: Store,
     mdir: MemoryDir,
@@ -217,43 +250,11 @@ def plan_write(
     index_warn_tokens(store)  # a bad setting is refused before anything is written
     directory = mdir.path
     _check_in_step(store, mdir)
-    target_file: str | None = None
-    if revise is not None:
-        files = {f: "" for f in read_files(directory)}
-        target_file = _find_in_dir(directory, files, revise)
-        split = memrules.split_file_name(target_file)
-        assert split is not None
-        if (type_ is not None and type_ != split[0]) or (slug is not None and slug != split[1]):
-            raise BadInput(
-                f"--revise {revise} keeps its file {target_file}; --type/--slug differ",
-                hint="leave out --type and --slug, or write a new note with --create",
-            )
-        type_, slug = split
-    if type_ is None or slug is None:
-        raise BadInput(
-            "a memory needs --type and --slug", hint="e.g. --type feedback --slug use-tabs"
-        )
-    memrules.check_type(type_)
-    memrules.check_slug(slug)
+    type_, slug = _note_name(directory, type_, slug, revise)
     file = memrules.note_file_name(type_, slug)
     if text is None:
-        if not name.strip() or not description.strip():
-            raise BadInput("a memory needs a non-empty --name and --description")
-        for what, value in (("--name", name), ("--description", description)):
-            if any(c in value for c in "\r\n\x00"):
-                raise BadInput(f"{what} holds a line break", hint="give it on one line")
-        text = memrules.render_note(type_, name.strip(), description.strip(), body)
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise BadInput("the note is not valid UTF-8 text", hint="give the text as UTF-8") from None
-    note, violations = memrules.parse_note(file, data)
-    if violations or note is None:
-        v = violations[0] if violations else None
-        raise BadInput(
-            f"the note breaks a rule: {v}" if v else "the note cannot be parsed",
-            hint="fix the draft; `hs memory check` explains every rule",
-        )
+        text = _render(type_, name, description, body)
+    note = _checked_note(file, text)
     path = inside(directory, file)
     b = read_base(store, mdir.scope)
     if b is not None and file in b.withheld:
@@ -511,8 +512,8 @@ def _index_warning(store: Store, plan: WritePlan) -> str | None:
     limit = index_warn_tokens(store)
     if limit == 0:
         return None
-    before = memrules.estimate_tokens((plan.index_old or b"").decode("utf-8", "replace"))
-    after = memrules.estimate_tokens(plan.index_new.decode("utf-8", "replace"))
+    before = memmodels.estimate_tokens((plan.index_old or b"").decode("utf-8", "replace"))
+    after = memmodels.estimate_tokens(plan.index_new.decode("utf-8", "replace"))
     if before <= limit < after:
         return (
             f"{plan.index_path.name} is now ~{after} tokens, past memory.index_warn_tokens "
@@ -543,75 +544,3 @@ def plan_restore(store: Store, mdir: MemoryDir, name: str, rev_text: str) -> Wri
         kind="restore",
         text=text,
     )
-
-
-def undo_files(store: Store, op: Operation, inverse: list[RefChange]) -> Callable[[], None] | None:
-    """Before an undo moves memory refs (lock held): check that each directory
-    the operation wrote still holds what it wrote, and return the step that puts
-    the files back as they were before it (None: nothing to do on disk).
-    Refuses with Conflict when the directory changed since. Notes the folder
-    was not given (withheld: excluded) are left as the folder has them."""
-    mem = [c for c in inverse if c.ref.startswith(PREFIX)]
-    directory = op.extra.get("dir")
-    if not mem or not isinstance(directory, str):
-        return None
-    if op.extra.get("memory_kind") not in FILE_KINDS:
-        # a snapshot recorded what was on disk and changed no file: undoing it
-        # un-records it and leaves the directory alone
-        return None
-    path = Path(directory)
-    if not path.is_dir():
-        return None
-    steps: list[tuple[Scope, dict[str, bytes], dict[str, bytes], dict[str, str], set[str]]] = []
-    for c in mem:
-        scope = Scope(c.ref[len(PREFIX) :], None)
-        b = read_base(store, scope)
-        withheld = set(b.withheld if b is not None else ())
-        now_tree = load_tree(store, load_revision(store, c.old).tree) if c.old else {}
-        back_tree = load_tree(store, load_revision(store, c.new).tree) if c.new else {}
-        current = read_files(path)
-        recorded = as_recorded(store, current, now_tree, withheld)
-        changed = sorted(
-            f
-            for f in set(recorded) | set(now_tree)
-            if (hash_object("blob", recorded[f]) if f in recorded else None) != now_tree.get(f)
-        )
-        if changed:
-            raise Conflict(
-                f"{changed[0]} in {path} changed since operation {op.op}",
-                hint="put the file back as the operation left it (`hs memory show`), "
-                "or go back with `hs memory restore NAME@REV` instead",
-            )
-        give = not_given(store, scope, back_tree, current)
-        steps.append(
-            (scope, current, as_given(store, back_tree, give, current), back_tree, withheld)
-        )
-
-    def run() -> None:
-        for (scope, current, target, back_tree, withheld), c in zip(steps, mem, strict=True):
-            write_folder(path, current, target)
-            set_base(store, scope, c.new, still_withheld(store, scope, back_tree, target, withheld))
-
-    return run
-
-
-def after_undo(store: Store, op: Operation, inverse: list[RefChange]) -> None:
-    """Once an undo moved memory refs (lock held): the folders' bases follow.
-    An undone snapshot leaves its folder ahead of the ref (its edits are
-    recorded again by the next snapshot); an undone sync moves a folder back
-    when it holds what the sync gave it (as :func:`follow` does; a scope the
-    sync created goes away)."""
-    if op.extra.get("memory_kind") in FILE_KINDS and isinstance(op.extra.get("dir"), str):
-        return  # undo_files put the files and the base back
-    for c in inverse:
-        if not c.ref.startswith(PREFIX):
-            continue
-        scope_id = c.ref[len(PREFIX) :]
-        rev = c.new or c.old
-        project = load_revision(store, rev).project if rev else None
-        scope = Scope(scope_id, project)
-        if op.extra.get("memory_kind") == "snapshot":
-            b = read_base(store, scope)
-            set_base(store, scope, c.new, b.withheld if b is not None else ())
-        else:
-            follow(store, scope, c.old, c.new)

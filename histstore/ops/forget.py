@@ -20,7 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from histstore.errors import Ambiguous, BadInput, HistError, NotFound
+from histstore.errors import (
+    Ambiguous,
+    BadInput,
+    HistError,
+    NotConverged,
+    NotFound,
+    RebuildFailed,
+    Unconfirmed,
+)
 from histstore.memory.scopes import TARGET_PREFIX
 from histstore.overlay.markers import (
     MODES,
@@ -36,18 +44,6 @@ from histstore.store.clock import now_rfc3339
 from histstore.store.oplog import Operation, RefChange, one_line
 from histstore.store.refs import check_component
 from histstore.store.store import Store
-
-
-class Unconfirmed(BadInput):
-    """The confirmation does not name the resolved target (exit 2)."""
-
-
-class RebuildFailed(HistError):
-    exit_code = 8
-
-
-class NotConverged(HistError):
-    exit_code = 9
 
 
 @dataclass(frozen=True)

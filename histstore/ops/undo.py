@@ -13,9 +13,8 @@ directory still holds what the operation wrote (else the undo conflicts).
 
 from __future__ import annotations
 
-from histstore.errors import Ambiguous, BadInput, Conflict, NotFound
-from histstore.memory.writes import after_undo, undo_files
-from histstore.ops.forget import RebuildFailed
+from histstore.errors import Ambiguous, BadInput, Conflict, NotFound, RebuildFailed
+from histstore.memory.undo import after_undo, undo_files
 from histstore.overlay.markers import PREFIX as OVERLAY_PREFIX
 from histstore.recall.index import RecallIndex
 from histstore.store.oplog import Operation, RefChange
