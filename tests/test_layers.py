@@ -1,6 +1,9 @@
-"""The layering of DESIGN.md: histstore/ never imports typer or the layers above it,
-never prints or exits; plumbing/ never imports porcelain/; the installed
-distribution claims no generic top-level import names."""
+"""The layering (docs/architecture.md): every import goes down the layers, lowest
+first errors <- store <- history <- overlay <- recall <- memory <- ops <- sync <-
+plumbing <- porcelain, at module and at function level; the library imports
+inside functions only what LAZY lists, for start-up time; it never imports a
+CLI framework, prints or exits; the installed distribution claims no generic
+top-level import names."""
 
 from __future__ import annotations
 
@@ -17,26 +20,179 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def imports(folder: str) -> list[tuple[str, str]]:
+#: the layers, lowest first: a module may import only its own layer and those below
+LAYERS = [
+    "histstore.errors",
+    "histstore.store",
+    "histstore.history",
+    "histstore.overlay",
+    "histstore.recall",
+    "histstore.memory",
+    "histstore.ops",
+    "histstore.sync",
+    "histstore.plumbing",
+    "histstore.porcelain",
+]
+THIRD_PARTY = {"blake3", "filelock", "tomli_w", "zstandard", "yaml"}
+
+#: The library's imports inside functions: each only downward (or sideways)
+#: and only to keep start-up lean (an agent hook or a recall pays for every
+#: module a process loads). (importing module, imported module) -> why.
+#: The CLI (plumbing/, porcelain/) imports each command's library modules
+#: inside that command, as one rule, so those are not listed here.
+LAZY = {
+    ("histstore.store.store", "histstore.store.objectstore"): "hs recall never opens objects",
+    ("histstore.store.store", "histstore.store.refs"): "made on first use, with the refs",
+    ("histstore.store.store", "histstore.store.redact"): "only writers redact",
+    ("histstore.store.store", "filelock"): "readers never lock",
+    ("histstore.store.store", "histstore.store.locking"): "readers never lock",
+    ("histstore.store.locking", "filelock"): "readers never lock",
+    ("histstore.recall.index", "filelock"): "searching never takes the index lock",
+    ("histstore.store.config", "uuid"): "only hs init makes a store id",
+    ("histstore.store.config", "tomli_w"): "only a config change writes config.toml",
+    ("histstore.store.fsutil", "ctypes"): "only bulk writers flush the filesystem",
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[0] in ("plumbing", "porcelain"):
+        parts = ["histstore", *parts]
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def layer(module: str) -> int | None:
+    """The layer of a histstore module (the package root is the lowest)."""
+    if module == "histstore":
+        return 0
+    for i, prefix in enumerate(LAYERS):
+        if module == prefix or module.startswith(prefix + "."):
+            return i
+    return None
+
+
+def imports_of(path: Path, source: str | None = None) -> list[tuple[str, bool, int]]:
+    """(imported module, inside a function, line) for every import of a file,
+    relative imports resolved; ``from pkg import mod`` counts as ``pkg.mod``."""
+    src = path.read_text() if source is None else source
+    tree = ast.parse(src, str(path))
+    me = module_name(path).split(".")
+    package = me if path.name == "__init__.py" else me[:-1]
+    in_function: set[int] = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            in_function |= {id(n) for n in ast.walk(fn)}
     out = []
-    for path in sorted((ROOT / folder).rglob("*.py")):
-        tree = ast.parse(path.read_text(), str(path))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                out += [(path.name, a.name) for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                out.append((path.name, node.module))
+    for node in ast.walk(tree):
+        lazy = id(node) in in_function
+        if isinstance(node, ast.Import):
+            out += [(a.name, lazy, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            for a in node.names:
+                full = f"{mod}.{a.name}"
+                # a submodule imported by name is an import of that submodule
+                out.append(
+                    (
+                        full
+                        if (ROOT / "/".join(full.split(".")[1:])).exists() or _is_module(full)
+                        else mod,
+                        lazy,
+                        node.lineno,
+                    )
+                )
     return out
 
 
-def test_library_imports_only_stdlib_and_its_dependencies() -> None:
-    allowed_third_party = {"blake3", "filelock", "tomli_w", "zstandard", "yaml"}
-    for name, mod in imports("histstore"):
+def _is_module(name: str) -> bool:
+    parts = name.split(".")
+    if parts[0] != "histstore":
+        return False
+    rest = parts[1:]
+    if rest and rest[0] in ("plumbing", "porcelain"):
+        base = ROOT.joinpath(*rest)
+    else:
+        base = ROOT.joinpath("histstore", *rest)
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def violations(path: Path, source: str | None = None) -> list[str]:
+    """What breaks the layering in one file: an upward import (module or
+    function level), a lazy library import not listed in LAZY, a library
+    import of a CLI framework or of anything but the stdlib and the chosen
+    dependencies."""
+    me = module_name(path)
+    mine = layer(me)
+    assert mine is not None, me
+    library = mine < LAYERS.index("histstore.plumbing")
+    out = []
+    for mod, lazy, line in imports_of(path, source):
         top = mod.split(".")[0]
-        assert top not in {"typer", "click", "rich"}, f"{name} imports {mod}"
-        assert not mod.startswith(("histstore.plumbing", "histstore.porcelain")), f"{name}: {mod}"
-        if top != "histstore":
-            assert top in sys.stdlib_module_names or top in allowed_third_party, f"{name}: {mod}"
+        where = f"{path.relative_to(ROOT)}:{line} imports {mod}"
+        if top == "histstore":
+            theirs = layer(mod)
+            if theirs is None or theirs > mine:
+                out.append(f"{where}: upward (layer {theirs} above {mine})")
+            elif lazy and library and (me, mod) not in LAZY and theirs < mine:
+                out.append(f"{where} inside a function: not listed in LAZY")
+            continue
+        if library:
+            if top in {"typer", "click", "rich"}:
+                out.append(f"{where}: the library never imports a CLI framework")
+            elif top not in sys.stdlib_module_names and top not in THIRD_PARTY:
+                out.append(f"{where}: not the stdlib or a chosen dependency")
+            elif lazy and (me, mod) not in LAZY:
+                out.append(f"{where} inside a function: not listed in LAZY")
+    return out
+
+
+def all_files() -> list[Path]:
+    return sorted(
+        p for d in ("histstore", "plumbing", "porcelain") for p in (ROOT / d).rglob("*.py")
+    )
+
+
+def test_every_import_goes_down_the_layers() -> None:
+    found = [v for p in all_files() for v in violations(p)]
+    assert not found, "\n".join(found)
+
+
+def test_lazy_imports_listed_are_still_there() -> None:
+    seen = {(module_name(p), mod) for p in all_files() for mod, lazy, _ in imports_of(p) if lazy}
+    assert set(LAZY) <= seen, set(LAZY) - seen
+
+
+@pytest.mark.parametrize(
+    ("file", "source", "wanted"),
+    [
+        ("histstore/store/store.py", "from histstore.sync.engine import sync\n", "upward"),
+        (
+            "histstore/history/reading.py",
+            "def f():\n    from histstore.recall import index\n",
+            "upward",
+        ),
+        ("histstore/overlay/reads.py", "from ..memory import scopes\n", "upward"),
+        ("histstore/memory/scopes.py", "def f():\n    from histstore.store import codec\n", "LAZY"),
+        ("histstore/recall/index.py", "import typer\n", "CLI framework"),
+        ("plumbing/cli.py", "from histstore.porcelain import cli\n", "upward"),
+    ],
+)
+def test_the_layering_check_catches_what_breaks_it(file: str, source: str, wanted: str) -> None:
+    found = violations(ROOT / file, source)
+    assert any(wanted in v for v in found), found
+
+
+def test_every_subpackage_says_what_it_owns() -> None:
+    for name in LAYERS[1:8]:
+        init = ROOT.joinpath(*name.split(".")) / "__init__.py"
+        doc = ast.get_docstring(ast.parse(init.read_text()))
+        assert doc and "Owns" in doc, f"{init} has no docstring saying what it owns"
 
 
 def test_library_never_prints_or_exits() -> None:
@@ -47,11 +203,6 @@ def test_library_never_prints_or_exits() -> None:
                 f = node.func
                 name = f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")
                 assert name not in {"print", "exit", "_exit"}, f"{path.name} calls {name}"
-
-
-def test_plumbing_does_not_import_porcelain() -> None:
-    for name, mod in imports("plumbing"):
-        assert not mod.startswith("histstore.porcelain"), f"plumbing/{name} imports {mod}"
 
 
 def test_packages_live_under_the_histstore_namespace() -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from histstore.errors import BadInput, HistError, NotFound
+from histstore.errors import Ambiguous, BadInput, CorruptObject, HistError, NotFound
 from histstore.memory import rules as memrules
 from histstore.memory.scopes import PREFIX, Scope, drop_index_lines, redacted, target_id
 from histstore.overlay.markers import Overlay
@@ -65,16 +65,12 @@ def load_revision(store: Store, rev_id: str) -> Revision:
             list(d.get("conflicts") or []),
         )
     except (KeyError, TypeError) as e:
-        from histstore.errors import CorruptObject
-
         raise CorruptObject(rev_id, f"not a memory revision (missing {e})") from None
 
 
 def load_tree(store: Store, tree_id: str) -> dict[str, str]:
     files = store.get_json(tree_id, "memtree").get("files")
     if not isinstance(files, dict):
-        from histstore.errors import CorruptObject
-
         raise CorruptObject(tree_id, "not a memory tree")
     return dict(files)
 
@@ -138,8 +134,6 @@ def find_file(store: Store, files: dict[str, str], name: str) -> str:
     if len(found) == 1:
         return found[0]
     if len(found) > 1:
-        from histstore.errors import Ambiguous
-
         raise Ambiguous(f"memory {name!r} is ambiguous", sorted(found), hint="give the file name")
     raise NotFound(f"no memory {name!r}", hint="see the notes with `hs memory log`")
 
@@ -170,8 +164,6 @@ def resolve_rev(store: Store, scope: Scope, text: str | None) -> Revision:
     if not found:
         raise NotFound(f"no revision {text} in the {scope.label} memory", hint="see hs memory log")
     if len(found) > 1:
-        from histstore.errors import Ambiguous
-
         raise Ambiguous(f"revision {text!r} is ambiguous", [r.id for r in found[:10]])
     return found[0]
 

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from histstore.errors import BadInput, Conflict, HistError, NotFound, WriteBlocked
+import yaml
+
+from histstore.errors import Ambiguous, BadInput, Conflict, HistError, NotFound, WriteBlocked
 from histstore.memory import check as memcheck
 from histstore.memory import index as memindex
 from histstore.memory import models as memmodels
@@ -130,8 +132,6 @@ def near_duplicates(
 
 def draft_fields(text: str) -> dict[str, Any]:
     """The frontmatter of a draft note as a mapping ({} when it has none)."""
-    import yaml
-
     lines = text.lstrip("\ufeff").splitlines()
     if not lines or lines[0].strip() != "---":
         return {}
@@ -344,8 +344,6 @@ def _find_in_dir(directory: Path, files: dict[str, str], name: str) -> str:
     if len(hits) == 1:
         return hits[0]
     if hits:
-        from histstore.errors import Ambiguous
-
         raise Ambiguous(f"memory {name!r} is ambiguous", sorted(hits), hint="give the file name")
     raise NotFound(
         f"no memory {name!r} in {directory}", hint="see the notes with `hs memory check`"

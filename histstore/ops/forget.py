@@ -29,7 +29,10 @@ from histstore.errors import (
     RebuildFailed,
     Unconfirmed,
 )
-from histstore.memory.scopes import TARGET_PREFIX
+from histstore.memory import rules as memrules
+from histstore.memory.revisions import load_revision, load_tree
+from histstore.memory.scopes import PREFIX as MEMORY_PREFIX
+from histstore.memory.scopes import TARGET_PREFIX, parse_target
 from histstore.overlay.markers import (
     MODES,
     PREFIX,
@@ -141,11 +144,6 @@ def _whole_id(store: Store, text: str) -> Target | None:
 def _memory_note(store: Store, target: str) -> tuple[str, str] | None:
     """(scope id, description) of the memory note a target names, when the
     scope's newest revision holds it."""
-    from histstore.memory import rules as memrules
-    from histstore.memory.revisions import load_revision, load_tree
-    from histstore.memory.scopes import PREFIX as MEMORY_PREFIX
-    from histstore.memory.scopes import parse_target
-
     parsed = parse_target(target)
     if parsed is None:
         return None
@@ -164,8 +162,6 @@ def _memory_note(store: Store, target: str) -> tuple[str, str] | None:
 
 
 def _memory_target(store: Store, text: str) -> Target:
-    from histstore.memory.scopes import parse_target
-
     parsed = parse_target(text)
     if parsed is None:
         raise BadInput(

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from histstore.errors import CorruptStore
 from histstore.history.project import project_key
+from histstore.history.turn import parse_time
 from histstore.overlay.markers import PREFIX as OVERLAY_PREFIX
 from histstore.overlay.markers import Marker, Overlay, load_marker
 from histstore.recall.search import proj_token
@@ -35,8 +36,6 @@ REBUILD_CHANGES = 500
 
 
 def time_ms(ts: str) -> int:
-    from histstore.history.turn import parse_time  # writers only
-
     return int(parse_time(ts).timestamp() * 1000)
 
 

@@ -33,12 +33,14 @@ back in :class:`SyncReport`.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from histstore.errors import BadInput, CorruptObject, HistError
-from histstore.store.objectstore import Batch
+from histstore.recall.index import RecallIndex
+from histstore.store.objectstore import Batch, MemoryObjectStore
 from histstore.store.oplog import Operation, RefChange
 from histstore.store.store import Store
 from histstore.sync.follow import follow_memory
@@ -411,8 +413,6 @@ def _tracking(
 def preview_fresh(local: Store, remote: Remote) -> SyncReport:
     """A dry run of the first push to a path with no store yet: everything the
     synced refs reach would be sent, and every synced ref created."""
-    from histstore.store.objectstore import MemoryObjectStore
-
     path = remote.path
     if path.exists() and not path.is_dir():
         raise BadInput(f"remote {remote.name}: {path} is a file, not a store folder")
@@ -439,10 +439,6 @@ def refresh_after_pull(local: Store, report: SyncReport, markers_moved: bool) ->
     """A generation swap when markers arrived (newly forgotten turns leave recall
     at once), else a catch-up. The sync stands whatever happens here: a failure
     is reported, and `hs recall` or the next write catches up."""
-    import sqlite3
-
-    from histstore.recall.index import RecallIndex
-
     index = RecallIndex(local)
     try:
         if markers_moved:

@@ -18,7 +18,7 @@ from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError, N
 from histstore.history.turn import parse_time
 from histstore.memory.index import merge_index
 from histstore.memory.rules import is_index_name
-from histstore.store.kinds import SessionRev, TurnEntry
+from histstore.store.kinds import Marker, SessionRev, TurnEntry
 from histstore.store.merge import deletion_loses, keep, merge3
 from histstore.sync.walk import Objects
 
@@ -356,8 +356,6 @@ def check_value(objs: Objects, ref: str, value: str, side: str) -> None:
     namespace holds (a well-formed session revision of that session, a marker
     of that target, a memory revision of that scope): damage in one store is
     refused at the border instead of spreading (exit 7)."""
-    from histstore.overlay.markers import Marker
-
     ns, _, name = ref.partition("/")
     want = {"sessions": "session", "overlay": "marker", "memory": "memrev"}[ns]
     what = f"the {side} store's ref {ref}"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from histstore.errors import BadInput, NoStore, NotFound
+from histstore.store.config import read_config, write_config
 from histstore.store.oplog import Operation, RefChange
 from histstore.store.refs import check_component
 from histstore.store.store import Store
@@ -94,8 +95,6 @@ def overlap_of(path: Path, store: Store) -> str | None:
 def add_remote(store: Store, name: str, path: Path) -> Remote:
     """Record a remote in ``config.toml`` (under the store lock). The path need
     not hold a store yet (``hs push --init`` makes one); it must not be a file."""
-    from histstore.store.config import read_config, write_config
-
     check_remote_name(name)
     path = Path(path).expanduser().absolute()
     if path.exists() and not path.is_dir():
@@ -124,8 +123,6 @@ def remove_remote(
 ) -> tuple[Remote, Operation | None]:
     """Forget a remote: its remote-tracking refs go (one operation), then its
     entry in ``config.toml``. The remote store itself is not touched."""
-    from histstore.store.config import read_config, write_config
-
     check_remote_name(name)
     good, bad = remote_entries(store)
     if name not in good and name not in bad:
