@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SRC    := histstore plumbing porcelain
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test test-deep lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,10 +45,16 @@ typecheck: $(STAMP)
 	@cp -rs $(CURDIR)/porcelain build/typecheck/histstore/porcelain
 	cd build/typecheck && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml --cache-dir $(CURDIR)/build/mypy-cache histstore
 
+# both cores (pytest-xdist): every test has its own temporary home and store
 unit: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2
 
 test: lint typecheck unit
+
+# The same suite exploring further: property tests with fresh random examples
+# (many more of them), the lock-contention loop for longer. Not run by CI.
+test-deep: $(STAMP)
+	HS_HYPOTHESIS_PROFILE=deep HS_SYNC_EXAMPLES=400 HS_LOCK_LOOP_SECONDS=60 $(BIN)/pytest -n 2
 
 # Benchmarks live in tests/bench/bench_*.py (not collected by `make test`); figures are
 # printed at the end of the run. BENCH_ARGS passes extra pytest options (e.g. -k 10k).

@@ -2,14 +2,36 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import HS, write_turns
+from hypothesis import settings
 
+from histstore.store import fsutil
 from histstore.store.store import Store
+
+# Property tests run derandomised (the same examples every run) in `make test`
+# and CI; `make test-deep` explores with fresh random examples, more of them.
+settings.register_profile("ci", derandomize=True, database=None)
+settings.register_profile("deep", derandomize=False)
+settings.load_profile(os.environ.get("HS_HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def _no_fsync(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fsync off (histstore.store.fsutil's test-only switch), in this process and
+    in the processes a test starts, except in the tests of durability (marked
+    ``durability``: crashes, kills), which keep every fsync."""
+    if request.node.get_closest_marker("durability") is not None:
+        monkeypatch.setattr(fsutil, "FSYNC", True)
+        monkeypatch.delenv("HS_TEST_NO_FSYNC", raising=False)
+    else:
+        monkeypatch.setattr(fsutil, "FSYNC", False)
+        monkeypatch.setenv("HS_TEST_NO_FSYNC", "1")
 
 
 @pytest.fixture(autouse=True)

@@ -6,9 +6,19 @@ import json
 from pathlib import Path
 from typing import Any
 
+import typer
+import typer.testing
 from typer.testing import CliRunner
 
 from histstore.porcelain.cli import app
+
+COMMAND = typer.main.get_command(app)
+# Building the click command from the typer app is most of an in-process
+# invocation; the tests' runner builds it once (typer.testing looks it up
+# through this name on every invoke).
+typer.testing._get_command = lambda the_app: (
+    COMMAND if the_app is app else typer.main.get_command(the_app)
+)  # type: ignore[assignment]
 
 
 class HS:

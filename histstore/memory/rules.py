@@ -320,6 +320,30 @@ def _is_fence(line: str) -> bool:
     return line.rstrip() == "---"
 
 
+def _load_fast(source: str) -> tuple[Any, dict[str, int], list[Violation]] | None:
+    """The frontmatter read by libyaml (PyYAML's C loader, when it was built
+    with it), which is many times faster; None when it is missing or the
+    frontmatter is not plain valid YAML, so that the pure-Python loader reads
+    it again and says exactly what is wrong, and where."""
+    loader_class = getattr(yaml, "CSafeLoader", None)
+    if loader_class is None:
+        return None
+    loader = loader_class(source)
+    try:
+        node = loader.get_single_node()
+        value = loader.construct_document(node) if node is not None else None
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return None
+    finally:
+        loader.dispose()
+    lines: dict[str, int] = {}
+    if isinstance(node, MappingNode):
+        for key, _ in node.value:
+            if isinstance(key, ScalarNode) and key.value not in lines:
+                lines[key.value] = 2 + source.count("\n", 0, max(0, key.start_mark.index))
+    return value, lines, []
+
+
 def _load_frontmatter(file_name: str, source: str) -> tuple[Any, dict[str, int], list[Violation]]:
     """The YAML value of the frontmatter, the file line of each top-level key, and
     any ``yaml`` violation. ``source`` starts on line 2 of the file."""
@@ -331,6 +355,9 @@ def _load_frontmatter(file_name: str, source: str) -> tuple[Any, dict[str, int],
         line = file_line(index) if index is not None else 2
         return None, {}, [_v(file_name, line, "yaml", f"frontmatter is not valid YAML: {what}")]
 
+    fast = _load_fast(source)
+    if fast is not None:
+        return fast
     try:
         loader = yaml.SafeLoader(source)
     except yaml.reader.ReaderError as e:  # a character YAML does not allow

@@ -40,6 +40,7 @@ from histstore.overlay.markers import Overlay
 from histstore.recall.query import K_MAX, Query, RecallResult
 from histstore.recall.replay import Replay, _TooMuch
 from histstore.recall.search import any_match, hits_of, ranked_fts, scan_like
+from histstore.store import fsutil
 from histstore.store.fsutil import atomic_write, fsync_dir, fsync_file
 from histstore.store.store import Store
 
@@ -214,6 +215,8 @@ class RecallIndex(Replay):
         else:
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
         conn.execute("PRAGMA busy_timeout = 5000")
+        if write and not fsutil.FSYNC:
+            conn.execute("PRAGMA synchronous = OFF")  # the test-only switch (store.fsutil)
         return conn
 
     def status(self) -> IndexStatus:

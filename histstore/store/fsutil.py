@@ -15,8 +15,21 @@ import os
 import sys
 from pathlib import Path
 
+#: Tests that do not test durability set ``HS_TEST_NO_FSYNC=1`` (tests/conftest.py):
+#: every write then skips its fsyncs, which are most of the suite's time on
+#: this kind of disk. Nothing else may set it: a store written so is not durable.
+FSYNC = os.environ.get("HS_TEST_NO_FSYNC", "") != "1"
+
+
+def fsync(fd: int) -> None:
+    """os.fsync, unless the test-only switch turned it off."""
+    if FSYNC:
+        os.fsync(fd)
+
 
 def fsync_dir(path: Path) -> None:
+    if not FSYNC:
+        return
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         os.fsync(fd)
@@ -39,6 +52,8 @@ def make_dirs(path: Path) -> None:
 
 
 def fsync_file(path: Path) -> None:
+    if not FSYNC:
+        return
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -57,7 +72,7 @@ def atomic_write(path: Path, data: bytes, *, sync: bool = True, sync_dir: bool =
             n = os.write(fd, view)
             view = view[n:]
         if sync:
-            os.fsync(fd)
+            fsync(fd)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -81,7 +96,7 @@ def append_line(path: Path, line: bytes) -> None:
         if size and os.pread(fd, 1, size - 1) != b"\n":
             prefix = b"\n"  # close a torn last line left by a crash
         os.write(fd, prefix + line + b"\n")
-        os.fsync(fd)
+        fsync(fd)
     finally:
         os.close(fd)
     if created:
@@ -92,6 +107,8 @@ def sync_filesystem(path: Path) -> bool:
     """Flush every written file of the filesystem holding ``path`` (Linux ``syncfs``),
     for operations that write many small files: one call instead of an fsync each.
     Returns False where it is not available; the caller then fsyncs file by file."""
+    if not FSYNC:
+        return True
     if not sys.platform.startswith("linux"):
         return False
     import ctypes  # only bulk writers pay for it

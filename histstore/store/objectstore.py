@@ -20,7 +20,7 @@ from typing import BinaryIO
 
 from histstore.errors import Ambiguous, BadInput, CorruptObject, NotFound
 from histstore.store.codec import Codec, check_id, hash_object, is_id_prefix
-from histstore.store.fsutil import atomic_write
+from histstore.store.fsutil import atomic_write, fsync
 from histstore.store.packs import PACK_MAGIC, Pack, index_bytes
 
 
@@ -375,7 +375,7 @@ class _PackBatch(Batch):
             return
         fh = self._fh
         fh.flush()
-        os.fsync(fh.fileno())
+        fsync(fh.fileno())
         fh.close()
         self._fh = None
         name, body = index_bytes(self.records)

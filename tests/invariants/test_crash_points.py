@@ -14,6 +14,9 @@ from histstore.ops.fsck import fsck
 from histstore.ops.importing import import_paths
 from histstore.store.store import Store
 
+#: these tests kill writers at chosen points: every fsync must stay on
+pytestmark = pytest.mark.durability
+
 # The child imports a file, dying at the chosen point as a kill would.
 CHILD = r"""
 import os, sys

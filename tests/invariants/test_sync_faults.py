@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,9 @@ from histstore.ops.forget import forget, resolve_target
 from histstore.ops.fsck import fsck
 from histstore.store.store import Store
 from histstore.sync.engine import sync
+
+#: these tests kill writers at chosen points: every fsync must stay on
+pytestmark = pytest.mark.durability
 
 # The child syncs store A with store B both ways, dying at the chosen point as a
 # kill would (os._exit: no cleanup, no lock released by Python).
@@ -232,6 +234,7 @@ from histstore.store import Store
 from histstore.sync.engine import sync
 
 go = Path(sys.argv[3])
+print("ready", flush=True)
 while not go.exists():
     time.sleep(0.005)
 local, remote = Store.open(Path(sys.argv[1])), Store.open(Path(sys.argv[2]))
@@ -258,7 +261,8 @@ def test_two_processes_pushing_into_one_remote_both_land(tmp_path: Path) -> None
         )
         for s in locals_
     ]
-    time.sleep(0.3)  # both are waiting for the same moment
+    for p in procs:  # both are waiting for the same moment
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
     go.touch()
     for p in procs:
         _out, err = p.communicate(timeout=120)
@@ -280,6 +284,7 @@ from histstore.store import Store
 from histstore.sync.engine import sync
 
 go = Path(sys.argv[3])
+print("ready", flush=True)
 while not go.exists():
     time.sleep(0.005)
 local, remote = Store.open(Path(sys.argv[1])), Store.open(Path(sys.argv[2]))
@@ -306,7 +311,8 @@ def test_two_machines_syncing_with_each_other_at_once_cannot_deadlock(tmp_path: 
         )
         for x, y in ((a, b), (b, a))
     ]
-    time.sleep(0.3)
+    for p in procs:
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
     go.touch()
     for p in procs:
         out, err = p.communicate(timeout=120)
