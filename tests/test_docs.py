@@ -64,3 +64,40 @@ def test_every_redaction_kind_is_documented(kind: str) -> None:
     start = text.index("## Redaction")
     section = text[start : text.index("\n## ", start + 1)]
     assert f"`{kind}`" in section, f"docs/format.md, Redaction, does not name `{kind}`"
+
+
+ROOT = DOCS.parent
+
+
+def test_every_test_named_in_invariants_exists() -> None:
+    text = (DOCS / "invariants.md").read_text()
+    named = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", text)
+    assert len(named) > 20
+    for file, name in named:
+        source = (ROOT / file).read_text()
+        assert re.search(rf"^def {name}\(", source, re.M), f"{file}::{name} is not a test there"
+
+
+def test_every_invariant_names_a_test() -> None:
+    text = (DOCS / "invariants.md").read_text()
+    sections = re.split(r"^## ", text, flags=re.M)[1:]
+    assert len(sections) >= 9
+    for section in sections:
+        assert "Tests:" in section and "::test_" in section, section.splitlines()[0]
+
+
+def test_no_doc_or_test_cites_a_file_outside_the_repository() -> None:
+    """The design notes and measurements beside the repository are not part of
+    it: docs and tests cite invariants.md and their own figures instead. (The
+    real-sample suite, which finds ../shared/samples and skips without it, is
+    the one exception.)"""
+    pages = [*DOCS.glob("*.md"), ROOT / "README.md"]
+    tests = [
+        p
+        for p in (ROOT / "tests").rglob("*.py")
+        if "samples" not in p.parts and p.name != "test_docs.py"
+    ]
+    for path in pages + tests:
+        text = path.read_text()
+        for cited in ("DESIGN.md", "MEASUREMENTS.md", "FORMATS.md", "DESIGN invariant"):
+            assert cited not in text, f"{path.relative_to(ROOT)} cites {cited}"

@@ -5,7 +5,7 @@ they describe the same history (same sessions, turn ids, prompts, answers, files
 
 * :func:`write_turns_jsonl` -- the project's own turn JSONL (one turn per line);
 * :func:`write_claude_projects` -- Claude Code session files,
-  ``root/<slug>/<sessionId>.jsonl`` (shape as in ``shared/FORMATS.md`` section 1).
+  ``root/<slug>/<sessionId>.jsonl`` (the layout Claude Code writes).
 
 Everything comes from ``random.Random(seed)`` and a fixed end date
 (:data:`END`), so the output is byte-identical for a given seed and size. Both
