@@ -195,7 +195,10 @@ def log(
     ] = None,
     n: Annotated[int | None, typer.Option("-n", "--max-count", help="At most N turns.")] = None,
     oneline: Annotated[bool, typer.Option("--oneline", help="One line per turn.")] = False,
-    all_: Annotated[bool, typer.Option("--all", help="Show forgotten turns' content too.")] = False,
+    all_: Annotated[
+        bool,
+        typer.Option("--all", help="Show tombstoned turns' content too (never an excluded one's)."),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Turns, newest first, like `git log`."""
@@ -273,7 +276,10 @@ def show(
     ],
     full: Annotated[bool, typer.Option("--full", help="Every step of a turn.")] = False,
     raw: Annotated[bool, typer.Option("--raw", help="A turn's source records as written.")] = False,
-    all_: Annotated[bool, typer.Option("--all", help="Show forgotten turns' content too.")] = False,
+    all_: Annotated[
+        bool,
+        typer.Option("--all", help="Show tombstoned turns' content too (never an excluded one's)."),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Show a turn (with --full every step), a session, or any object."""
