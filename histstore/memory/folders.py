@@ -20,7 +20,6 @@ from histstore.errors import BadInput, Conflict, NotFound
 from histstore.memory import index as memindex
 from histstore.memory import rules as memrules
 from histstore.memory.revisions import (
-    Revision,
     head,
     load_revision,
     load_tree,
@@ -43,8 +42,9 @@ from histstore.memory.scopes import (
 from histstore.overlay.markers import Overlay
 from histstore.overlay.visibility import Visibility
 from histstore.store.clock import now_rfc3339
-from histstore.store.codec import canonical_json, hash_object, is_object_id
+from histstore.store.codec import hash_object, is_object_id
 from histstore.store.fsutil import atomic_write, fsync_dir
+from histstore.store.kinds import MemRev
 from histstore.store.merge import deletion_loses, merge3
 from histstore.store.oplog import Operation, RefChange
 from histstore.store.store import Store
@@ -143,18 +143,10 @@ def record(
         if directory is not None:
             settle(old)
         return None, old
-    rev = Revision(
-        "",
-        scope.id,
-        scope.project,
-        tree,
-        [old] if old else [],
-        now_rfc3339(),
-        kind,
-        message,
-        conflicts,
+    rev = MemRev(
+        scope.id, scope.project, tree, [old] if old else [], now_rfc3339(), kind, message, conflicts
     )
-    rev_id = store.objects.put("memrev", canonical_json(rev.as_json()))
+    rev_id = store.objects.put("memrev", rev.payload())
     extra: dict[str, Any] = {"kind": "memory", "scope": scope.id, "memory_kind": kind}
     if directory is not None:
         extra["dir"] = str(directory)

@@ -11,68 +11,39 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, fields
 
-from histstore.errors import Ambiguous, BadInput, CorruptObject, HistError, NotFound
+from histstore.errors import Ambiguous, BadInput, HistError, NotFound
 from histstore.memory import rules as memrules
 from histstore.memory.scopes import PREFIX, Scope, drop_index_lines, redacted, target_id
 from histstore.overlay.markers import Overlay
 from histstore.overlay.visibility import View, Visibility
 from histstore.store.codec import canonical_json, is_id_prefix
+from histstore.store.kinds import MemRev, MemTree, parse
 from histstore.store.store import Store
 
 
 @dataclass(frozen=True)
-class Revision:
-    id: str
-    scope: str
-    project: str | None
-    tree: str
-    parents: list[str]
-    time: str
-    kind: str
-    message: str
-    conflicts: list[dict[str, Any]] = field(default_factory=list)
+class Revision(MemRev):
+    """A memory revision (histstore.store.kinds.MemRev) and its id."""
 
-    def as_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "scope": self.scope,
-            "project": self.project,
-            "tree": self.tree,
-            "parents": self.parents,
-            "time": self.time,
-            "kind": self.kind,
-            "message": self.message,
-        }
-        if self.conflicts:
-            d["conflicts"] = self.conflicts
-        return d
+    id: str = ""
 
 
 def load_revision(store: Store, rev_id: str) -> Revision:
-    d = store.get_json(rev_id, "memrev")
-    try:
-        return Revision(
-            rev_id,
-            d["scope"],
-            d.get("project"),
-            d["tree"],
-            list(d["parents"]),
-            d["time"],
-            d["kind"],
-            d.get("message") or "",
-            list(d.get("conflicts") or []),
-        )
-    except (KeyError, TypeError) as e:
-        raise CorruptObject(rev_id, f"not a memory revision (missing {e})") from None
+    kind, payload = store.objects.get(rev_id)
+    if kind != "memrev":
+        raise BadInput(f"object {rev_id} is a {kind}, not a memrev")
+    rev: MemRev = parse(rev_id, kind, payload)
+    return Revision(**{f.name: getattr(rev, f.name) for f in fields(MemRev)}, id=rev_id)
 
 
 def load_tree(store: Store, tree_id: str) -> dict[str, str]:
-    files = store.get_json(tree_id, "memtree").get("files")
-    if not isinstance(files, dict):
-        raise CorruptObject(tree_id, "not a memory tree")
-    return dict(files)
+    kind, payload = store.objects.get(tree_id)
+    if kind != "memtree":
+        raise BadInput(f"object {tree_id} is a {kind}, not a memtree")
+    tree: MemTree = parse(tree_id, kind, payload)
+    return dict(tree.files)
 
 
 def head(store: Store, scope: Scope) -> str | None:

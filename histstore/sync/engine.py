@@ -233,36 +233,6 @@ def sync(
     """Sync ``local`` with ``remote`` (known to ``local`` as remote ``name``):
     push sends what the remote lacks and moves its refs, pull the other way;
     then this store's recall index and memory folders follow."""
-    report = _sync(
-        local,
-        remote,
-        name,
-        push=push,
-        pull=pull,
-        dry_run=dry_run,
-        command=command,
-        progress=progress,
-        refresh_index=refresh_index,
-    )
-    if not dry_run:
-        report.memory_dirs = follow_memory(local, report.local_changes)
-    return report
-
-
-def _sync(
-    local: Store,
-    remote: Store,
-    name: str,
-    *,
-    push: bool = True,
-    pull: bool = True,
-    dry_run: bool = False,
-    command: str = "hs sync",
-    progress: Progress | None = None,
-    refresh_index: bool = True,
-) -> SyncReport:
-    """Sync ``local`` with ``remote`` (known to ``local`` as remote ``name``):
-    push sends what the remote lacks and moves its refs, pull the other way."""
     check_remote_name(name)
     overlap = overlap_of(remote.root, local)
     if overlap:
@@ -293,7 +263,7 @@ def _sync(
     plan = _plan(local, remote)
     interrupted = any(last != applied for last, applied in marks)
     if not plan.differ and not (interrupted and not dry_run):
-        return report
+        return _followed(local, report)
     send, recv = roots(plan)
     if not dry_run:
         # the bulk of the objects, before any lock (objects need none)
@@ -324,6 +294,14 @@ def _sync(
     moved = [c for c in report.local_changes if c.ref.startswith(("sessions/", "overlay/"))]
     if moved and refresh_index:
         refresh_after_pull(local, report, any(c.ref.startswith("overlay/") for c in moved))
+    return _followed(local, report)
+
+
+def _followed(local: Store, report: SyncReport) -> SyncReport:
+    """The report, once this store's memory folders followed (a folder an
+    earlier push left behind catches up even when nothing moved now)."""
+    if not report.dry_run:
+        report.memory_dirs = follow_memory(local, report.local_changes)
     return report
 
 
