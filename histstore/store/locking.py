@@ -1,28 +1,29 @@
 """The writers' lock of a store: an ``flock`` on ``lock``, plus an owner record.
 
-``filelock`` takes an ``flock`` on ``<store>/lock``. On a local disk the kernel
-drops it when its process dies, however it dies. On a network share, or a
-folder a file-sync tool keeps in step, that is not reliable: a lock can outlive
-its process, or not exclude a process on another machine at all. So the holder
-also writes ``<store>/lock.owner`` (one JSON object: ``pid``, ``host``,
-``time``) when it takes the lock and deletes it before it lets go, and a writer
-reads it:
+``filelock`` takes an ``flock`` on ``<store>/lock``. The kernel drops it when
+its process dies, however it dies, so **the kernel decides who holds the
+store**: hs never deletes or replaces the lock file, and never takes over a
+lock the kernel says is held. (Replacing the file once let a newcomer lock a
+fresh inode while a live holder still held the old one: two writers inside.)
+
+The holder also writes ``<store>/lock.owner`` (one JSON object: ``pid``,
+``host``, ``time``) once it holds the lock, and deletes it before it lets go.
+It only names the holder, for messages and for shares whose locks do not work
+across machines:
 
 * lock taken, no record (or our own): the normal case;
-* lock taken, the record names a process of this host that no longer runs: a
-  writer died holding the lock (the kernel released it); take it over and say
-  so (``notify``);
-* lock taken, the record names a live process, or one on another host: the
-  ``flock`` did not exclude it (a share without working locks): wait until the
-  record goes away, up to the timeout, then :class:`Locked`;
-* lock not taken within the timeout, the record names a dead process of this
-  host: the dead holder's lock outlived it (a network share); the lock file is
-  replaced by a fresh one, taken, and the takeover said.
+* lock taken, a record of this host: its writer exited without clearing it (a
+  kill) — the kernel released that writer's lock, whatever process has its pid
+  now (a pid alone never identifies a holder) — so the record is stale: take
+  over and say so (``notify``);
+* lock taken, a record of another host: on a share the ``flock`` may not
+  exclude another machine, so its writer may be inside: wait until the record
+  goes away, up to the timeout, then :class:`Locked`;
+* lock not taken within the timeout: :class:`Locked`, naming the owner the
+  record gives. A share that keeps a dead process's lock is the share's to
+  release (its own tools, or removing ``lock`` once no hs runs anywhere).
 
-A record of another host is never judged stale (its process cannot be asked):
-it holds until the timeout, and the error says which file to delete once no
-``hs`` runs there. The record is written without fsync: losing it in a crash
-only loses the message.
+The record is written without fsync: losing it in a crash only loses the message.
 """
 
 from __future__ import annotations
@@ -57,18 +58,19 @@ class Owner:
     def is_me(self) -> bool:
         return self.here() and self.pid == os.getpid()
 
-    def dead(self) -> bool:
-        """A process of this host that no longer runs (never True for another host)."""
+    def running(self) -> bool | None:
+        """Whether its pid names a live process of this host (None: cannot
+        tell — another host, or Windows, where os.kill(pid, 0) sends Ctrl-C).
+        Only for what a message says: a pid alone never decides who holds."""
         if not self.here() or sys.platform == "win32":
-            # (on Windows os.kill(pid, 0) would send Ctrl-C, not ask)
-            return False
+            return None
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
-            return True
-        except PermissionError:
             return False
-        return False
+        except PermissionError:
+            return True
+        return True
 
     def describe(self) -> str:
         return f"process {self.pid} on {self.host} (since {self.time})"
@@ -99,6 +101,13 @@ def clear_owner(root: Path) -> None:
 
 
 def _locked(root: Path, owner: Owner | None) -> Locked:
+    if owner is not None and owner.here() and owner.running() is False:
+        return Locked(
+            f"the store at {root} is locked, but its owner record names "
+            f"{owner.describe()}, which is no longer running",
+            hint="a share that keeps a dead process's lock: once no hs runs on any "
+            f"machine, remove {root / 'lock'} (hs never replaces it itself)",
+        )
     if owner is None or owner.here():
         return Locked(
             f"the store at {root} is locked by another writer"
@@ -111,43 +120,29 @@ def _locked(root: Path, owner: Owner | None) -> Locked:
     )
 
 
-def acquire(
-    lock: Any, root: Path, timeout: float, notify: Callable[[str], None] | None, make: Any
-) -> Any:
-    """Take ``lock`` (a filelock.FileLock on ``root/lock``) for the outermost use;
-    returns the lock held, which is a new one when a dead holder's lock file was
-    replaced (``make()`` makes it)."""
+def acquire(lock: Any, root: Path, timeout: float, notify: Callable[[str], None] | None) -> None:
+    """Take ``lock`` (a filelock.FileLock on ``root/lock``) for the outermost use,
+    or raise :class:`Locked`. Never replaces the lock file."""
     import filelock
 
     began = time.monotonic()
     try:
         lock.acquire(timeout=timeout)
     except filelock.Timeout:
-        owner = read_owner(root)
-        if owner is None or not owner.dead():
-            raise _locked(root, owner) from None
-        # the dead holder's flock outlived it: a fresh lock file, then take that
-        with contextlib.suppress(FileNotFoundError):
-            (root / "lock").unlink()
-        lock = make()
-        try:
-            lock.acquire(timeout=timeout)
-        except filelock.Timeout:
-            raise _locked(root, read_owner(root)) from None
-        _say(notify, root, owner)
-        return lock
+        raise _locked(root, read_owner(root)) from None
     owner = read_owner(root)
     while owner is not None and not owner.is_me():
-        if owner.dead():
+        if owner.here():
+            # the kernel gave us the lock: whoever this record names is gone
             _say(notify, root, owner)
-            break
-        # a live holder our flock did not see (a share without working locks)
+            return
+        # a writer on another host our flock did not see (a share without
+        # working locks): wait for it to clear its record
         if time.monotonic() - began >= timeout:
             lock.release()
             raise _locked(root, owner)
         time.sleep(POLL)
         owner = read_owner(root)
-    return lock
 
 
 def _say(notify: Callable[[str], None] | None, root: Path, owner: Owner) -> None:

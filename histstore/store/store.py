@@ -140,16 +140,13 @@ class Store:
 
         from histstore.store.locking import acquire, clear_owner, write_owner
 
-        def make() -> Any:
-            return filelock.FileLock(str(self.root / "lock"))
-
         if self._lock is None:
-            self._lock = make()
+            self._lock = filelock.FileLock(str(self.root / "lock"))
         outer = not self._lock.is_locked
         if outer:
-            # the owner record beside the lock (histstore/locking.py) tells a
-            # lock left by a dead process from a live one
-            self._lock = acquire(self._lock, self.root, self.lock_timeout, self.notify, make)
+            # the kernel's flock decides; the owner record beside it names the
+            # holder (histstore/store/locking.py)
+            acquire(self._lock, self.root, self.lock_timeout, self.notify)
             try:
                 write_owner(self.root)
             except BaseException:
