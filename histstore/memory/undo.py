@@ -9,7 +9,7 @@ it recorded. A folder that followed a pull moves back with its undo.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from histstore.errors import Conflict
@@ -34,11 +34,46 @@ from histstore.store.codec import hash_object
 from histstore.store.oplog import Operation, RefChange
 from histstore.store.store import Store
 
+Step = tuple[Scope, dict[str, bytes], dict[str, bytes], dict[str, str], set[str], str | None]
 
-def undo_files(store: Store, op: Operation, inverse: list[RefChange]) -> Callable[[], None] | None:
+
+@dataclass
+class FilesBack:
+    """The files an undo puts back, in three steps the undo runs in this order:
+    :meth:`write` the folder, move the refs, :meth:`settle` the folders' bases.
+
+    The folder goes first so that no kill can leave it behind its ref: killed
+    after the folder was written, the ref still names the undone revision
+    and the base matches it, so the next write or snapshot records the folder
+    as it is (its old state stays in history); killed after the refs moved,
+    the folder already holds what the ref names. Either way no note the
+    folder holds is ever removed by what follows. If moving the refs fails,
+    :meth:`revert` puts the folder back."""
+
+    store: Store
+    path: Path
+    #: per scope: (scope, the folder now, the folder to write, the tree it
+    #: goes back to, the notes withheld, the revision it goes back to)
+    steps: list[Step]
+
+    def write(self) -> None:
+        for _scope, current, target, _tree, _withheld, _rev in self.steps:
+            write_folder(self.path, current, target)
+
+    def revert(self) -> None:
+        for _scope, current, target, _tree, _withheld, _rev in self.steps:
+            write_folder(self.path, target, current)
+
+    def settle(self) -> None:
+        for scope, _current, target, back_tree, withheld, rev in self.steps:
+            kept = still_withheld(self.store, scope, back_tree, target, withheld)
+            set_base(self.store, scope, rev, kept)
+
+
+def undo_files(store: Store, op: Operation, inverse: list[RefChange]) -> FilesBack | None:
     """Before an undo moves memory refs (lock held): check that each directory
-    the operation wrote still holds what it wrote, and return the step that puts
-    the files back as they were before it (None: nothing to do on disk).
+    the operation wrote still holds what it wrote, and return what puts the
+    files back as they were before it (None: nothing to do on disk).
     Refuses with Conflict when the directory changed since. Notes the folder
     was not given (withheld: excluded) are left as the folder has them."""
     mem = [c for c in inverse if c.ref.startswith(PREFIX)]
@@ -52,7 +87,7 @@ def undo_files(store: Store, op: Operation, inverse: list[RefChange]) -> Callabl
     path = Path(directory)
     if not path.is_dir():
         return None
-    steps: list[tuple[Scope, dict[str, bytes], dict[str, bytes], dict[str, str], set[str]]] = []
+    steps: list[Step] = []
     for c in mem:
         scope = Scope(c.ref[len(PREFIX) :], None)
         b = read_base(store, scope)
@@ -73,16 +108,9 @@ def undo_files(store: Store, op: Operation, inverse: list[RefChange]) -> Callabl
                 "or go back with `hs memory restore NAME@REV` instead",
             )
         give = not_given(store, scope, back_tree, current)
-        steps.append(
-            (scope, current, as_given(store, back_tree, give, current), back_tree, withheld)
-        )
-
-    def run() -> None:
-        for (scope, current, target, back_tree, withheld), c in zip(steps, mem, strict=True):
-            write_folder(path, current, target)
-            set_base(store, scope, c.new, still_withheld(store, scope, back_tree, target, withheld))
-
-    return run
+        target = as_given(store, back_tree, give, current)
+        steps.append((scope, current, target, back_tree, withheld, c.new))
+    return FilesBack(store, path, steps)
 
 
 def after_undo(store: Store, op: Operation, inverse: list[RefChange]) -> None:

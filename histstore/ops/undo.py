@@ -58,11 +58,22 @@ def undo(store: Store, op_id: str | None = None, *, command: str = "hs undo") ->
         for key in ("dir", "memory_kind"):
             if key in target.extra:
                 extra[key] = target.extra[key]
-        op = store.apply(inverse, f"{command} {target.op}", extra=extra)
+        # the folder first, then the refs, then its base (memory.undo.FilesBack):
+        # no kill leaves a folder behind its ref
+        if files_back is not None:
+            files_back.write()
+        try:
+            op = store.apply(inverse, f"{command} {target.op}", extra=extra)
+        except BaseException:
+            if files_back is not None:
+                files_back.revert()
+            raise
         if op is None:
+            if files_back is not None:
+                files_back.revert()
             raise BadInput(f"operation {target.op} changed nothing to undo")
         if files_back is not None:
-            files_back()
+            files_back.settle()
         after_undo(store, target, inverse)
         markers_moved = any(c.ref.startswith(OVERLAY_PREFIX) for c in inverse)
     index = RecallIndex(store)

@@ -100,3 +100,72 @@ def test_crash_at_each_step_of_an_import(tmp_path: Path, store_path: Path, point
         have = {t.turn_id for x in s.sessions() for t in x.turns}
         assert have == {"turn-0000"} | {r["turn_id"] for r in recs}
         assert [f for f in fsck(s) if f.severity == "error"] == []
+
+
+UNDO_CHILD = r"""
+import os, sys
+from pathlib import Path
+from histstore.memory import undo as memundo
+from histstore.ops.undo import undo
+from histstore.store import Store
+
+point = sys.argv[2]
+
+def die():
+    os._exit(9)
+
+def after(owner, name):
+    real = getattr(owner, name)
+    def wrapped(*a, **k):
+        out = real(*a, **k)
+        die()
+        return out
+    setattr(owner, name, wrapped)
+
+if point == "after-folder":
+    after(memundo.FilesBack, "write")
+elif point == "after-refs":
+    after(Store, "apply")
+elif point == "after-base":
+    after(memundo.FilesBack, "settle")
+
+undo(Store.open(Path(sys.argv[1])))
+print("acknowledged", flush=True)
+"""
+
+
+@pytest.mark.parametrize("point", ["after-folder", "after-refs", "after-base"])
+def test_an_undo_of_a_memory_write_killed_at_each_step_loses_no_note(
+    tmp_path: Path, store_path: Path, point: str
+) -> None:
+    """Fault: an undo killed after its ref moved but before the folder was
+    written left the folder behind its ref; the next snapshot then deleted
+    the note from the folder without a word. Now, wherever it is killed, a
+    snapshot after it removes no file the folder holds, and writing goes on."""
+    from helpers import HS
+
+    hs = HS()
+    hs("init")
+    mem = tmp_path / "mem"
+    mem.mkdir()
+    body = "Keep it.\n\n**Why:** asked.\n\n**How to apply:** always."
+    args = ["--memory-dir", str(mem), "--yes"]
+    note = ["memory", "write", "--type", "feedback", "--slug", "keep-me", "--name", "Keep me"]
+    r = hs(*note, "--description", "A note to keep", "--body", body, *args)
+    assert r.exit_code == 0, r.stderr
+    proc = subprocess.run(
+        [sys.executable, "-c", UNDO_CHILD, str(store_path), point],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 9, proc.stderr
+    before = {p.name: p.read_bytes() for p in mem.iterdir()}
+    r = hs("memory", "snapshot", "--memory-dir", str(mem))
+    assert r.exit_code == 0, r.stderr
+    after_snapshot = {p.name: p.read_bytes() for p in mem.iterdir()}
+    assert after_snapshot == before, "the snapshot changed what the folder holds"
+    other = ["memory", "write", "--type", "feedback", "--slug", "another", "--name", "Another"]
+    r = hs(*other, "--description", "One more note", "--body", body, *args)
+    assert r.exit_code == 0, r.stderr
+    assert hs("fsck").exit_code == 0
