@@ -93,6 +93,12 @@ def _print_report(rep: ImportReport, verb: str = "imported") -> None:
             "hint: they are stored; `hs plumbing index-build` rebuilds it",
             err=True,
         )
+    if not rep.complete:
+        typer.echo(
+            f"hs: some input was not imported ({len(rep.files_skipped)} file(s) skipped, "
+            f"{len(rep.problems)} problem(s) above); the rest is stored",
+            err=True,
+        )
 
 
 @app.command("import")
@@ -122,6 +128,8 @@ def import_(
         typer.echo(json.dumps(rep.as_json(), ensure_ascii=False))
     else:
         _print_report(rep)
+    if not rep.complete:
+        raise typer.Exit(1)  # documented: some input was not imported
 
 
 @app.command()
@@ -136,6 +144,8 @@ def record(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         json.loads(data)
     except ValueError as e:
         raise BadInput(f"stdin is not JSON: {e}", hint="give one JSON object") from None
+    except RecursionError:
+        raise BadInput("stdin nests too deeply to read", hint="give one flat JSON turn") from None
     store = open_store(ctx)
     turn_id, rep = record_turn(store, data, command=command_line(ctx))
     if rep.index_error and not json_out:
@@ -638,24 +648,13 @@ def export(
 ) -> None:
     """Turns out of the store (excluded ones never): turn JSONL or markdown."""
     from histstore.history.reading import parse_since
-    from histstore.overlay.export import FORMATS, exported_turns, jsonl_line, markdown
-    from histstore.store.fsutil import atomic_write
+    from histstore.overlay.export import export as do_export
 
-    if fmt not in FORMATS:
-        raise BadInput(f"unknown export format {fmt!r}", hint="use jsonl or markdown")
     store = open_store(ctx)
     project = _project_arg(project)
     since_ts = parse_since(since) if since else None
-    turns = exported_turns(store, session=session, project=project, since=since_ts)
-    if fmt == "jsonl":
-        chunks: Any = (jsonl_line(t) + "\n" for _, t in turns)
-    else:
-        chunks = markdown(list(turns))
-    if output is None:
-        for chunk in chunks:
-            typer.echo(chunk, nl=False)
-    else:
-        atomic_write(output, "".join(chunks).encode("utf-8"))
+    for chunk in do_export(store, fmt, output, session=session, project=project, since=since_ts):
+        typer.echo(chunk, nl=False)
 
 
 @app.command()

@@ -516,31 +516,15 @@ def scan(
     json_out: JsonOpt = False,
 ) -> None:
     """Propose memories from what people said in recorded turns (nothing is written)."""
-    import os
-
-    from histstore.memory import index as memindex
-    from histstore.memory import rules as memrules
     from histstore.memory.scan import scan as do_scan
-    from histstore.store.fsutil import atomic_write
+    from histstore.memory.scan import write_drafts
 
     store = open_store(ctx)
     proposals = do_scan(store, sessions or None)
     if drafts is not None:
-        if drafts.exists() and not drafts.is_dir():
-            raise BadInput(f"--drafts {drafts} is not a directory")
-        if drafts.is_dir() and memindex.index_order(os.listdir(drafts)):
-            raise BadInput(
-                f"--drafts {drafts} is a memory directory (it has an index)",
-                hint="drafts go to a folder of their own; `hs memory write --from` brings one in",
-            )
-        drafts.mkdir(parents=True, exist_ok=True)
+        for path in write_drafts(store, proposals, drafts):
+            typer.echo(f"hs: kept {path}: a file of that name is there", err=True)
     for p in proposals:
-        text = memrules.render_note(p.type, p.name, p.description, p.body)
-        if drafts is not None:
-            if (drafts / p.file).exists() or (drafts / p.file).is_symlink():
-                typer.echo(f"hs: kept {drafts / p.file}: a file of that name is there", err=True)
-            else:
-                atomic_write(drafts / p.file, text.encode("utf-8"))
         if json_out:
             _echo_json(p.as_json())
             continue

@@ -114,8 +114,9 @@ def test_import_reports_bad_lines_and_imports_the_rest(hs: HS, tmp_path: Path) -
         + "\n"
     )
     r = hs("import", str(path))
-    assert r.exit_code == 0
+    assert r.exit_code == 1  # some input was not imported: said, and the rest stored
     assert "turns: 2 added" in r.stdout
+    assert "hs: some input was not imported (0 file(s) skipped, 2 problem(s) above)" in r.stderr
     assert f"{path}:2: not valid JSON" in r.stderr
     assert f"{path}:3: turn is missing field(s)" in r.stderr
 
@@ -288,7 +289,7 @@ def test_no_bad_line_stops_an_import(hs: HS, tmp_path: Path) -> None:
     path = tmp_path / "mixed.jsonl"
     path.write_text("\n".join([good, *bad, json.dumps(turn_record(7))]) + "\n")
     r = hs("import", str(path))
-    assert r.exit_code == 0, r.stderr
+    assert r.exit_code == 1, r.stderr
     assert "turns: 2 added" in r.stdout
     for lineno in range(2, 7):
         assert f"{path}:{lineno}:" in r.stderr

@@ -94,7 +94,7 @@ def test_forget_a_turn_by_prefix(filled: HS, store_path: Path) -> None:
     after = snapshot(store_path / "objects")
     assert all(after.get(k) == v for k, v in objects_before.items())
     with Store.open(store_path) as s:
-        m = Overlay.read(s).markers["turn-0001"]
+        m = Overlay.read(s).markers[f"{SID_A}~turn-0001"]
         assert (m.mode, m.state, m.reason, m.session) == (
             "tombstone",
             "active",
@@ -130,7 +130,7 @@ def test_unforget_and_marker_history(filled: HS, store_path: Path) -> None:
     assert recall_ids(filled) == ["turn-0001", "turn-0002", "turn-0003"]
     filled("forget", "turn-0002", "--confirm", "turn-0002", "--exclude")
     with Store.open(store_path) as s:
-        chain, rev = [], s.refs.read("overlay/turn-0002")
+        chain, rev = [], s.refs.read(f"overlay/{SID_A}~turn-0002")
         while rev:
             m = load_marker(s, rev)
             chain.append((m.mode, m.state))
@@ -451,7 +451,9 @@ def test_update_ref_on_an_overlay_ref_keeps_the_views(filled: HS, store_path: Pa
     filled("forget", "turn-0001", "--confirm", "turn-0001")
     ops = filled.json_lines("plumbing", "refs-log")
     marker_change = ops[-1]["changes"][0]
-    r = filled("plumbing", "update-ref", "overlay/turn-0001", "-", "--old", marker_change["new"])
+    r = filled(
+        "plumbing", "update-ref", f"overlay/{SID_A}~turn-0001", "-", "--old", marker_change["new"]
+    )
     assert r.exit_code == 0, r.stderr
     assert (store_path / "overlay" / "tombstones.jsonl").read_text() == ""
     assert filled("fsck").exit_code == 0

@@ -439,20 +439,20 @@ def test_marker_merge_later_wins_and_an_unforget_holds_everywhere(
     assert Overlay.read(a).excludes("s", "turn-0001") is not None
     unforget(a, resolve_target(a, "turn-0001"), confirm="turn-0001")
     rep = sync(a, b, "b")
-    assert [c.ref for c in rep.remote_changes] == ["overlay/turn-0001"]
+    assert [c.ref for c in rep.remote_changes] == ["overlay/s~turn-0001"]
     assert Overlay.read(b).hides("s", "turn-0001") is None
     assert state(a) == state(b)
     # two markers for one target made apart: the later one says what holds,
     # through a merge marker that is one object whichever side makes it
     forget(b, resolve_target(b, "turn-0002"), confirm="turn-0002")
     forget(a, resolve_target(a, "turn-0002"), mode="exclude", confirm="turn-0002")
-    ma, mb = a.refs.read("overlay/turn-0002"), b.refs.read("overlay/turn-0002")
+    ma, mb = a.refs.read("overlay/s~turn-0002"), b.refs.read("overlay/s~turn-0002")
     assert ma and mb
     sync(a, b, "b")
     objs = Objects(a.objects, b.objects)
     m = merge_markers(objs, ma, mb)
-    assert m == merge_markers(objs, mb, ma) == a.refs.read("overlay/turn-0002")
-    assert b.refs.read("overlay/turn-0002") == m
+    assert m == merge_markers(objs, mb, ma) == a.refs.read("overlay/s~turn-0002")
+    assert b.refs.read("overlay/s~turn-0002") == m
     body = a.get_json(m, "marker")
     assert (body["mode"], body["state"]) == ("exclude", "active")
     assert [body["parent"], *body["merged"]] == sorted([ma, mb])
@@ -477,7 +477,7 @@ def test_an_exclusion_is_never_weakened_by_a_change_that_had_not_seen_it(
     forget(a, resolve_target(a, "turn-0002"), mode="exclude", confirm="turn-0002")
     unforget(b, resolve_target(b, "turn-0002"), confirm="turn-0002")
     rep = sync(a, b, "b")
-    assert "overlay/turn-0002" in rep.merged
+    assert "overlay/s~turn-0002" in rep.merged
     for s in (a, b):
         for tid in ("turn-0001", "turn-0002"):
             assert Overlay.read(s).excludes("s", tid) is not None, (s.root, tid)
@@ -776,10 +776,10 @@ def test_an_exclusion_arriving_by_pull_never_shows(tmp_path: Path) -> None:
     out = json.loads(r.stdout)
     # the marker lands in the same operation as the turns it hides
     refs = {c["ref"] for c in out["local_changes"]}
-    assert {"sessions/s-b", "overlay/turn-0011"} <= refs
+    assert {"sessions/s-b", "overlay/s-b~turn-0011"} <= refs
     with Store.open(a) as sa:
         op = sa.operations()[-1]
-        assert {"sessions/s-b", "overlay/turn-0011"} <= {c.ref for c in op.changes}
+        assert {"sessions/s-b", "overlay/s-b~turn-0011"} <= {c.ref for c in op.changes}
         assert (sa.root / "overlay" / "exclusions.jsonl").read_text().count("turn-0011") == 1
         clean(sa)
     found = hs.json_lines("-C", str(a), "recall", "--everywhere", "--json", "-k", "10", "wombat")

@@ -23,6 +23,8 @@ lock against its current revision, so two importers at once lose nothing.
 
 from __future__ import annotations
 
+import json
+import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -34,7 +36,7 @@ from histstore.history.importers import Problem, Progress, SessionMeta, claude_c
 from histstore.history.importers.detect import expand
 from histstore.history.turn import BLOB_THRESHOLD, Turn
 from histstore.store.codec import canonical_json, hash_object
-from histstore.store.kinds import SessionRev, TurnEntry
+from histstore.store.kinds import BLOB_FIELDS, SessionRev, TurnEntry
 from histstore.store.objectstore import Batch
 from histstore.store.oplog import Operation, RefChange
 from histstore.store.refs import check_component
@@ -57,8 +59,12 @@ def stored_turn(put: Callable[[str, bytes], str], turn: Turn) -> dict[str, Any]:
     steps = []
     for step in turn.get("steps") or []:
         s = dict(step)
-        for key in ("output", "data"):
+        for key in BLOB_FIELDS:
             value = s.get(key)
+            if value is not None and not isinstance(value, str):
+                # input is data: whatever shape it has, it is kept as its JSON
+                # text, so it can never pass for a blob reference
+                value = s[key] = json.dumps(value, ensure_ascii=False, sort_keys=True)
             if isinstance(value, str):
                 data = value.encode("utf-8")
                 if len(data) > BLOB_THRESHOLD:
@@ -78,6 +84,17 @@ def encode_turn(turn: Turn) -> tuple[bytes, list[tuple[str, bytes]]]:
         return hash_object(kind, data)
 
     return canonical_json(stored_turn(put, turn)), blobs
+
+
+def path_text(name: str) -> str:
+    """A file name as text: as it is when it is UTF-8; else its bytes that are
+    not spelled ``\\xNN`` (a lone surrogate, as Python reads such a name, has
+    no UTF-8 form and could not be stored)."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 @dataclass
@@ -109,8 +126,15 @@ class ImportReport:
     #: operations of the memory snapshots taken after the import
     memory_operations: list[str] = field(default_factory=list)
 
+    @property
+    def complete(self) -> bool:
+        """Whether every input was imported or was already there (no file
+        skipped, no line or turn refused)."""
+        return not self.files_skipped and not self.problems
+
     def as_json(self) -> dict[str, Any]:
         return {
+            "complete": self.complete,
             "files": self.files,
             "files_skipped": [{"file": f, "reason": r} for f, r in self.files_skipped],
             "turns_added": self.turns_added,
@@ -196,8 +220,9 @@ class Importer:
         tid = turn["turn_id"]
         src = turn.get("source")
         if isinstance(src, dict) and isinstance(src.get("file"), str):
-            # a path is text from outside too: it can hold a token
-            turn["source"] = {**src, "file": self.store.redactor(src["file"])}
+            # a path is text from outside too: it can hold a token; a name that
+            # is not UTF-8 is kept with its odd bytes spelled \xNN
+            turn["source"] = {**src, "file": self.store.redactor(path_text(src["file"]))}
         if w.project is None and not turn.get("subagent"):
             w.project = turn["project"]
         if w.agent is None:

@@ -11,7 +11,7 @@ from histstore.errors import Ambiguous, BadInput, NotFound
 from histstore.history.project import project_key
 from histstore.history.turn import format_time, parse_time
 from histstore.store.codec import is_id_prefix
-from histstore.store.kinds import SessionRev, TurnEntry
+from histstore.store.kinds import BLOB_FIELDS, SessionRev, TurnEntry, is_blob_ref
 from histstore.store.store import Store
 
 _SINCE = re.compile(r"^(\d+)\s*(h|d|w|m|y)$")
@@ -87,7 +87,7 @@ def load_turn(store: Store, object_id: str) -> dict[str, Any]:
 
 def blob_text(store: Store, ref: Any) -> Any:
     """A value as the agent wrote it: a {"blob": id} reference read back as text."""
-    if isinstance(ref, dict) and isinstance(ref.get("blob"), str):
+    if is_blob_ref(ref):
         return store.get_blob(ref["blob"]).decode("utf-8", errors="replace")
     return ref
 
@@ -96,7 +96,7 @@ def expand_turn(store: Store, turn: dict[str, Any]) -> dict[str, Any]:
     """The turn with every blob reference in its steps replaced by its text."""
     out = dict(turn)
     out["steps"] = [
-        {k: blob_text(store, v) if k in ("output", "data") else v for k, v in step.items()}
+        {k: blob_text(store, v) if k in BLOB_FIELDS else v for k, v in step.items()}
         for step in turn.get("steps") or []
     ]
     return out

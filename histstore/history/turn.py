@@ -143,6 +143,25 @@ def _opt_str(record: dict[str, Any], field: str) -> str | None:
     return value
 
 
+#: the fields of ``source`` and the type each must have
+_SOURCE_FIELDS: dict[str, type] = {"format": str, "file": str, "line": int, "end_line": int}
+
+
+def _source(value: Any) -> dict[str, Any] | None:
+    """``source`` as a turn may hold it: an object whose known fields have
+    their types (a line number is a whole number), other fields kept."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise BadInput("field 'source' must be an object")
+    for key, kind in _SOURCE_FIELDS.items():
+        v = value.get(key)
+        if v is not None and (not isinstance(v, kind) or isinstance(v, bool)):
+            what = "a whole number" if kind is int else "a string"
+            raise BadInput(f"field 'source.{key}' must be {what}")
+    return value
+
+
 def normalize_turn(record: Any, *, default_agent: str = "hs") -> Turn:
     """Validate a turn record from outside (turn JSONL, ``hs record``) and return
     it in normal form. Unknown fields are kept under ``extra`` so nothing is lost."""
@@ -169,9 +188,7 @@ def normalize_turn(record: Any, *, default_agent: str = "hs") -> Turn:
     if not isinstance(raw, list) or not all(isinstance(r, str) for r in raw):
         raise BadInput("field 'raw' must be a list of strings")
     answered_at = record.get("answered_at")
-    source = record.get("source")
-    if source is not None and not isinstance(source, dict):
-        raise BadInput("field 'source' must be an object")
+    source = _source(record.get("source"))
     turn: Turn = {
         "turn_id": record["turn_id"],
         "session_id": record["session_id"],

@@ -107,11 +107,14 @@ every cited turn's ``asked`` text, or whose note would break a memory rule.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from histstore.errors import BadInput
 from histstore.history.reading import resolve_session
 from histstore.memory import index as memindex
 from histstore.memory import rules as memrules
@@ -123,6 +126,7 @@ from histstore.memory.statements import (
     is_injected,
 )
 from histstore.overlay.markers import Overlay
+from histstore.store.fsutil import atomic_write
 from histstore.store.store import Store
 
 KINDS = ("remember", "correction", "preference", "fact")
@@ -378,3 +382,27 @@ def scan(store: Store, session_ids: Sequence[str] | None = None) -> list[Proposa
                 continue
             turns.append(store.get_json(entry.object, "turn"))
     return scan_turns(turns)
+
+
+def write_drafts(store: Store, proposals: list[Proposal], folder: Path) -> list[Path]:
+    """Each proposal as a draft note file in ``folder`` (for ``hs memory write
+    --from``); the files it left as they were (a file of that name is there).
+    ``folder`` must not be a memory folder (one with an index) nor inside the
+    store; it is created when missing. Nothing is ever written over a file."""
+    folder = store.check_outside(folder, "--drafts")
+    if folder.exists() and not folder.is_dir():
+        raise BadInput(f"--drafts {folder} is not a directory")
+    if folder.is_dir() and memindex.index_order(os.listdir(folder)):
+        raise BadInput(
+            f"--drafts {folder} is a memory directory (it has an index)",
+            hint="drafts go to a folder of their own; `hs memory write --from` brings one in",
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = []
+    for p in proposals:
+        path = folder / p.file
+        if path.exists() or path.is_symlink():
+            kept.append(path)
+            continue
+        atomic_write(path, memrules.render_note(p.type, p.name, p.description, p.body).encode())
+    return kept

@@ -44,19 +44,32 @@ from histstore.overlay.markers import (
 from histstore.overlay.visibility import View, withholds
 from histstore.recall.index import RecallIndex
 from histstore.store.clock import now_rfc3339
+from histstore.store.kinds import TURN_SEPARATOR
 from histstore.store.oplog import Operation, RefChange, one_line
-from histstore.store.refs import check_component
+from histstore.store.refs import check_component, check_ref_name
 from histstore.store.store import Store
 
 
 @dataclass(frozen=True)
 class Target:
-    kind: str  # "session" | "turn"
+    kind: str  # "session" | "turn" | "memory"
     id: str
     session: str
     turns: int
     first_prompt: str
     in_store: bool = True
+
+    @property
+    def qualified(self) -> str:
+        """How to name it so that nothing else is meant: a turn as
+        ``<session>~<turn>`` (a turn id is unique only in its session)."""
+        return f"{self.session}{TURN_SEPARATOR}{self.id}" if self.kind == "turn" else self.id
+
+    def ref(self, store: Store) -> str:
+        """Its overlay ref: the one its marker has (a turn's marker of before
+        session-qualified names keeps its name), else the qualified name."""
+        name = Overlay.read(store).ref_name(self.kind, self.session, self.id)
+        return PREFIX + (name if name is not None else self.qualified)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -76,6 +89,8 @@ def resolve_target(store: Store, text: str, *, confirm: str | None = None) -> Ta
         raise BadInput("no target given", hint="name a session id or a turn id")
     if text.startswith(TARGET_PREFIX):
         return _memory_target(store, text)
+    if TURN_SEPARATOR in text:
+        return _qualified_turn(store, text)
     # a whole id the confirmation repeats is looked up directly (the index knows
     # a turn's session); anything else is resolved without opening the index,
     # so a refused command touches no file of the store
@@ -97,7 +112,9 @@ def resolve_target(store: Store, text: str, *, confirm: str | None = None) -> Ta
     found = exact or near
     if not found:
         overlay = Overlay.read(store)
-        marked = [m for t, m in overlay.markers.items() if t.startswith(text)]
+        marked = [
+            m for t, m in overlay.markers.items() if t.startswith(text) or m.target.startswith(text)
+        ]
         if len(marked) == 1:
             m = marked[0]
             return Target(m.target_kind, m.target, m.session, 0, "", in_store=False)
@@ -108,11 +125,50 @@ def resolve_target(store: Store, text: str, *, confirm: str | None = None) -> Ta
     if len(found) > 1:
         raise Ambiguous(
             f"target {text!r} is ambiguous ({len(found)} matches)",
-            [f"{kind} {tid}" for kind, tid, *_ in found[:10]],
-            hint="give the whole id, or more of it",
+            [
+                f"{kind} {sid}{TURN_SEPARATOR}{tid}" if kind == "turn" else f"{kind} {tid}"
+                for kind, tid, sid, *_ in found[:10]
+            ],
+            hint=f"give the whole id, or more of it; a turn as SESSION{TURN_SEPARATOR}TURN",
         )
     kind, tid, sid, turns, first = found[0]
     return Target(kind, tid, sid, turns, _first_prompt(store, first) if first else "")
+
+
+def _qualified_turn(store: Store, text: str) -> Target:
+    """``<session>~<turn>``: one turn of one session, each part whole or a
+    unique prefix."""
+    session_text, _, turn_text = text.partition(TURN_SEPARATOR)
+    hits = [
+        (s, e)
+        for s in store.sessions()
+        if s.session_id.startswith(session_text)
+        for e in s.turns
+        if e.turn_id.startswith(turn_text)
+    ]
+    exact = [(s, e) for s, e in hits if s.session_id == session_text and e.turn_id == turn_text]
+    found = exact or hits
+    if not found:
+        overlay = Overlay.read(store)
+        m = next(
+            (
+                m
+                for (sid, tid), m in overlay.turns.items()
+                if sid.startswith(session_text) and tid.startswith(turn_text)
+            ),
+            None,
+        )
+        if m is not None:
+            return Target("turn", m.target, m.session, 0, "", in_store=False)
+        raise NotFound(f"no turn {text!r} in the store", hint="see ids with `hs log --oneline`")
+    if len(found) > 1:
+        raise Ambiguous(
+            f"target {text!r} is ambiguous ({len(found)} matches)",
+            [f"turn {s.session_id}{TURN_SEPARATOR}{e.turn_id}" for s, e in found[:10]],
+            hint="give more of the ids",
+        )
+    s, e = found[0]
+    return Target("turn", e.turn_id, s.session_id, 1, _first_prompt(store, e.object))
 
 
 def _whole_id(store: Store, text: str) -> Target | None:
@@ -186,7 +242,7 @@ def _first_prompt(store: Store, object_id: str) -> str:
 
 
 def check_confirmation(target: Target, confirm: str | None) -> None:
-    if confirm != target.id:
+    if confirm is None or confirm not in (target.id, target.qualified):
         given = "no confirmation given" if confirm is None else f"the confirmation {confirm!r}"
         raise Unconfirmed(
             f"unconfirmed-target: {given} is not {target.kind} {target.id}",
@@ -222,7 +278,8 @@ def _set_marker(
 ) -> tuple[Marker, str, str | None, Operation | None]:
     """Under the lock: the target's marker moved to ``make(previous)``; returns
     (marker, its id, the ref's old value, the operation or None if unchanged)."""
-    ref = PREFIX + check_component(target.id, "target id")
+    ref = target.ref(store)
+    check_ref_name(ref)
     with store.lock():
         old = store.refs.read(ref)
         previous = load_marker(store, old) if old else None
@@ -253,7 +310,7 @@ def _swap_or_roll_back(
         try:
             with store.lock():
                 store.apply(
-                    [RefChange(PREFIX + target.id, marker_id, ref_old)],
+                    [RefChange(target.ref(store), marker_id, ref_old)],
                     f"{command} (rolled back: rebuild failed)",
                     extra={"kind": "overlay-rollback", "target": target.id},
                 )
@@ -305,7 +362,7 @@ def forget(
             "active",
             reason,
             now_rfc3339(),
-            None if previous is None else _id_of(store, target.id),
+            None if previous is None else store.refs.read(target.ref(store)),
         )
 
     marker, marker_id, old, op = _set_marker(store, target, make, command)
@@ -347,7 +404,7 @@ def unforget(
             "lifted",
             previous.reason,
             now_rfc3339(),
-            _id_of(store, target.id),
+            store.refs.read(target.ref(store)),
         )
 
     marker, marker_id, old, op = _set_marker(store, target, make, command)
@@ -357,10 +414,6 @@ def unforget(
         )
     generation = _swap_or_roll_back(store, target, old, marker_id, command)
     return ForgetResult(target, marker, marker_id, op, generation, True)
-
-
-def _id_of(store: Store, target: str) -> str | None:
-    return store.refs.read(PREFIX + target)
 
 
 @dataclass(frozen=True)
@@ -409,6 +462,7 @@ def forgotten(store: Store) -> list[Forgotten]:
             text = ""
         elif first is not None:
             text = _first_prompt(store, first)
-        out.append(Forgotten(m, refs[PREFIX + m.target], hides, text))
+        name = overlay.ref_name(m.target_kind, m.session, m.target) or m.ref_target
+        out.append(Forgotten(m, refs[PREFIX + name], hides, text))
     out.sort(key=lambda f: f.marker.ts, reverse=True)
     return out

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+from histstore.errors import BadInput
 from histstore.history.reading import expand_turn, load_turn, log_entries, raw_records
 from histstore.overlay.markers import Overlay
 from histstore.overlay.visibility import View, Visibility
+from histstore.store.fsutil import atomic_write
 from histstore.store.kinds import SessionRev
 from histstore.store.store import Store
 
@@ -86,3 +89,28 @@ def _fence(text: str) -> str:
     while ticks in text:
         ticks += "`"
     return f"{ticks}\n{text}\n{ticks}\n\n"
+
+
+def export(
+    store: Store,
+    fmt: str,
+    output: Path | None = None,
+    *,
+    session: str | None = None,
+    project: str | None = None,
+    since: str | None = None,
+) -> Iterator[str]:
+    """The export as text chunks; with ``output``, written to that file
+    (atomically, and never inside the store) and nothing yielded."""
+    if fmt not in FORMATS:
+        raise BadInput(f"unknown export format {fmt!r}", hint="use jsonl or markdown")
+    target = store.check_outside(output, "--output") if output is not None else None
+    turns = exported_turns(store, session=session, project=project, since=since)
+    if fmt == "jsonl":
+        chunks: Iterator[str] = (jsonl_line(t) + "\n" for _, t in turns)
+    else:
+        chunks = markdown(list(turns))
+    if target is None:
+        yield from chunks
+        return
+    atomic_write(target, "".join(chunks).encode("utf-8"))

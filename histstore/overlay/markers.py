@@ -42,10 +42,23 @@ def put_marker(store: Store, marker: Marker) -> str:
 
 
 class Overlay:
-    """The markers of a store, as read now."""
+    """The markers of a store, as read now, found by what they name."""
 
     def __init__(self, markers: dict[str, Marker]) -> None:
-        self.markers = markers  # target -> newest marker (active or lifted)
+        #: ref name (below overlay/) -> that ref's newest marker (active or lifted)
+        self.markers = markers
+        self.turns: dict[tuple[str, str], Marker] = {}  # (session, turn id)
+        self.sessions: dict[str, Marker] = {}
+        self.notes: dict[str, Marker] = {}  # memory target
+        self.names: dict[tuple[str, str, str], str] = {}  # (kind, session, target) -> ref name
+        for name, m in markers.items():
+            if m.target_kind == "turn":
+                self.turns[(m.session, m.target)] = m
+            elif m.target_kind == "session":
+                self.sessions[m.target] = m
+            else:
+                self.notes[m.target] = m
+            self.names[(m.target_kind, m.session, m.target)] = name
 
     @classmethod
     def empty(cls) -> Overlay:
@@ -59,12 +72,16 @@ class Overlay:
     def active(self) -> list[Marker]:
         return [m for m in self.markers.values() if m.active]
 
+    def ref_name(self, kind: str, session: str, target: str) -> str | None:
+        """The ref a target's marker has now (a turn's marker of before
+        session-qualified names keeps its name), None when it has none."""
+        return self.names.get((kind, session, target))
+
     def _hits(self, session_id: str, turn_id: str) -> list[Marker]:
-        """The active markers on a turn: its own and its session's."""
+        """The active markers on a turn: its own (of its session) and its session's."""
         out = []
-        for key, kind in ((turn_id, "turn"), (session_id, "session")):
-            m = self.markers.get(key)
-            if m is not None and m.active and m.target_kind == kind:
+        for m in (self.turns.get((session_id, turn_id)), self.sessions.get(session_id)):
+            if m is not None and m.active:
                 out.append(m)
         return out
 

@@ -80,10 +80,7 @@ class Visibility:
 
     def session(self, view: View, session_id: str, *, show_all: bool = False) -> Marker | None:
         """The marker on a whole session that withholds it from ``view``."""
-        m = self.overlay.markers.get(session_id)
-        if m is None or m.target_kind != "session":
-            return None
-        return withholds(m, view, show_all)
+        return withholds(self.overlay.sessions.get(session_id), view, show_all)
 
     def note(self, view: View, scope_id: str, file: str) -> Marker | None:
         """The marker that withholds a memory note (``<type>_<slug>.md``) from ``view``."""
@@ -91,7 +88,7 @@ class Visibility:
         if not sep or not rest.endswith(".md"):
             return None  # not a note (an index, another file): no marker names it
         return withholds(
-            self.overlay.markers.get(memory_target(scope_id, type_, rest[: -len(".md")])),
+            self.overlay.notes.get(memory_target(scope_id, type_, rest[: -len(".md")])),
             view,
             False,
         )
@@ -99,7 +96,7 @@ class Visibility:
     def excluded_notes(self, scope_id: str) -> set[str]:
         """The notes of a scope an active exclusion names."""
         out = set()
-        for target, marker in self.overlay.markers.items():
+        for target, marker in self.overlay.notes.items():
             parsed = parse_memory_target(target)
             if marker.excludes and parsed is not None and parsed[0] == scope_id:
                 out.add(parsed[1])

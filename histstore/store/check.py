@@ -146,7 +146,7 @@ def _names_its_own(store: Store, name: str, value: str, have: str) -> str | None
     target's marker, another scope's or session's revision), else None."""
     try:
         if name.startswith("overlay/") and have == "marker":
-            if store.load_marker(value).target != name[len("overlay/") :]:
+            if not store.load_marker(value).names_ref(name[len("overlay/") :]):
                 return "points at another target's marker"
         elif name.startswith("memory/") and have == "memrev":
             rev: MemRev = parse(value, *store.objects.get(value))

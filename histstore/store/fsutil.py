@@ -11,9 +11,12 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import sys
 from pathlib import Path
+from typing import BinaryIO
 
 #: Tests that do not test durability set ``HS_TEST_NO_FSYNC=1`` (tests/conftest.py):
 #: every write then skips its fsyncs, which are most of the suite's time on
@@ -123,3 +126,22 @@ def sync_filesystem(path: Path) -> bool:
         return bool(syncfs(fd) == 0)
     finally:
         os.close(fd)
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """Open a file from outside for reading, only if it is a regular file.
+
+    Opened without blocking and checked on the open descriptor, so a FIFO, a
+    device or a socket is refused (``OSError`` EINVAL, "not a regular file")
+    instead of hanging the reader, and nothing can be swapped in between a
+    check and the open."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

@@ -75,18 +75,30 @@ class Blob(Object):
 TURN_REQUIRED = ("turn_id", "session_id", "project", "asked_at", "asked", "answered")
 
 
-def blob_refs(value: Any) -> Iterator[str]:
-    """The blob references in a stored turn: ``{"blob": id, "size": n}`` (and
-    ``"lines"`` for the raw records) wherever they stand."""
-    if isinstance(value, dict):
-        if isinstance(value.get("blob"), str) and set(value) <= {"blob", "size", "lines"}:
-            yield value["blob"]
-        else:
-            for v in value.values():
-                yield from blob_refs(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from blob_refs(v)
+#: the fields of a step a blob reference can stand in (histstore.history.importing)
+BLOB_FIELDS = ("output", "data")
+
+
+def is_blob_ref(value: Any, keys: frozenset[str] = frozenset({"blob", "size"})) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("blob"), str) and set(value) <= keys
+
+
+def blob_refs(turn: Any) -> Iterator[str]:
+    """The blob references of a stored turn, at the only places the store puts
+    them: ``raw`` (``{"blob", "lines", "size"}``) and a step's ``output`` or
+    ``data`` (``{"blob", "size"}``). Nothing anywhere else is a reference,
+    however it is shaped: what came from outside is data."""
+    if not isinstance(turn, dict):
+        return
+    raw = turn.get("raw")
+    if isinstance(raw, dict) and is_blob_ref(raw, frozenset({"blob", "lines", "size"})):
+        yield raw["blob"]
+    steps = turn.get("steps")
+    for step in steps if isinstance(steps, list) else []:
+        if isinstance(step, dict):
+            for key in BLOB_FIELDS:
+                if is_blob_ref(step.get(key)):
+                    yield step[key]["blob"]
 
 
 @dataclass(frozen=True)
@@ -287,6 +299,8 @@ MARKER_MODES = ("tombstone", "exclude")
 MARKER_STATES = ("active", "lifted")
 #: what a marker can name: a turn, a session, or a memory note
 MARKER_TARGETS = ("turn", "session", "memory")
+#: joins a turn's session and id in the name of its overlay ref; no id holds it
+TURN_SEPARATOR = "~"
 
 
 @dataclass(frozen=True)
@@ -357,6 +371,20 @@ class Marker(Object):
         ):
             raise ValueError("not an overlay marker (merged is not a list of ids)")
         return m
+
+    @property
+    def ref_target(self) -> str:
+        """The name of its overlay ref (``overlay/<name>``): the target's own id
+        for a session or a memory note; ``<session>~<turn>`` for a turn, since
+        a turn id is unique only within its session (``~`` is in no id)."""
+        if self.target_kind == "turn":
+            return f"{self.session}{TURN_SEPARATOR}{self.target}"
+        return self.target
+
+    def names_ref(self, name: str) -> bool:
+        """Whether ``overlay/<name>`` may hold this marker (a turn's marker
+        written before turns were session-qualified is named by the turn id)."""
+        return name == self.ref_target or (self.target_kind == "turn" and name == self.target)
 
     @property
     def active(self) -> bool:

@@ -32,6 +32,7 @@ from histstore.errors import BadInput, Conflict, CorruptStore
 from histstore.store.clock import now_rfc3339
 from histstore.store.codec import canonical_json, is_object_id
 from histstore.store.fsutil import append_line, atomic_write, fsync_dir, fsync_file, sync_filesystem
+from histstore.store.kinds import TURN_SEPARATOR
 from histstore.store.oplog import LogLine, Operation, RefChange, newest_first, one_line, read_log
 
 _COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+=-]*")
@@ -97,7 +98,17 @@ def check_ref_name(name: str) -> str:
             f"bad ref name {name[:60]!r}",
             hint=f"a ref name is <namespace>/<id>, the namespace one of {', '.join(NAMESPACES)}",
         )
-    for part in parts:
+    for i, part in enumerate(parts):
+        if i == len(parts) - 1 and parts[i - 1] == "overlay" and TURN_SEPARATOR in part:
+            # a turn's marker: overlay/<session>~<turn>, each an id of its own
+            halves = part.split(TURN_SEPARATOR)
+            if len(halves) != 2:
+                raise BadInput(f"bad ref name {name[:60]!r}: one {TURN_SEPARATOR} at most")
+            for half in halves:
+                check_component(half, "ref name component")
+            if len(_file_name(part)) > MAX_FILE_NAME:
+                raise BadInput(f"ref name {name[:60]!r} is too long")
+            continue
         check_component(part, "ref name component")
     return name
 

@@ -164,6 +164,20 @@ class Store:
                 clear_owner(self.root)
             self._lock.release()
 
+    def check_outside(self, path: Path, what: str) -> Path:
+        """A path a person named for a command to write (an export file, a
+        drafts folder): refused when it is inside the store or holds it, so no
+        command ever writes a user-named path among the store's own files."""
+        target = Path(path).expanduser().absolute()
+        resolved = target.resolve()
+        root = self.root.resolve()
+        if resolved == root or resolved.is_relative_to(root) or root.is_relative_to(resolved):
+            raise BadInput(
+                f"{what} {path} is inside the store at {self.root} (or holds it)",
+                hint="write it somewhere outside the store",
+            )
+        return target
+
     # ------------------------------------------------------------ objects
 
     def get_json(self, object_id: str, kind: str | None = None) -> Any:

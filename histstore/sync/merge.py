@@ -365,7 +365,7 @@ def check_value(objs: Objects, ref: str, value: str, side: str) -> None:
             if SessionRev.from_json(d).session_id != name:
                 raise ValueError("a revision of another session")
         elif ns == "overlay":
-            if Marker.from_json(d).target != name:
+            if not Marker.from_json(d).names_ref(name):
                 raise ValueError("a marker of another target")
         elif d.get("scope") != name or not isinstance(d.get("tree"), str):
             raise ValueError("not a memory revision of that scope")

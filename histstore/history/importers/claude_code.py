@@ -87,6 +87,7 @@ from histstore.history.importers import (
     SessionMeta,
 )
 from histstore.history.importers.claude_turn import Group, Line, build_turn, is_prompt, text_or_none
+from histstore.store.fsutil import open_regular
 from histstore.store.redact import redact_json_line
 
 __all__ = ["find_files", "is_claude_code_line", "parse_file"]
@@ -137,7 +138,7 @@ def _read_lines(
     path: pathlib.Path, redact: Redact, problems: list[Problem], progress: Progress | None = None
 ) -> Iterator[Line]:
     unreported = 0
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         for lineno, data in enumerate(fh, start=1):
             unreported += len(data)
             if progress is not None and unreported >= PROGRESS_STEP:
@@ -181,6 +182,17 @@ def _project_slug(path: pathlib.Path) -> str:
     return path.parent.name
 
 
+def _plain_name(text: str) -> bool:
+    """Whether ``text`` can name a file beside this one (no separator, not . or ..)."""
+    return (
+        bool(text)
+        and "/" not in text
+        and "\\" not in text
+        and "\0" not in text
+        and text not in (".", "..")
+    )
+
+
 def _parent_cwd(
     path: pathlib.Path, layout: str | None, session_id: str, redact: Redact
 ) -> str | None:
@@ -188,11 +200,13 @@ def _parent_cwd(
     if layout == "nested" and len(path.parents) >= 2:
         parent = path.parents[1].with_name(path.parents[1].name + ".jsonl")
     else:
+        if not _plain_name(session_id):
+            return None  # an id no file can be named by (it is refused as an id later)
         parent = path.with_name(session_id + ".jsonl")
     if parent == path:
         return None
     try:
-        with open(parent, "rb") as fh:
+        with open_regular(parent) as fh:
             for lineno, data in enumerate(fh):
                 if lineno >= _PARENT_SCAN_LINES:
                     break

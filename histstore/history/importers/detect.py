@@ -7,6 +7,7 @@ from pathlib import Path
 
 from histstore.errors import BadInput, NotFound
 from histstore.history.importers import claude_code, turns_jsonl
+from histstore.store.fsutil import open_regular
 
 FORMATS = ("turns", "claude-code")
 
@@ -14,13 +15,13 @@ FORMATS = ("turns", "claude-code")
 def detect_file(path: Path) -> str | None:
     """The format of a JSONL file from its first few records, or None."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             for _, raw in zip(range(50), f, strict=False):
                 if not raw.strip():
                     continue
                 try:
                     obj = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):  # not JSON, or nested past reading
                     continue
                 if turns_jsonl.is_turn_line(obj):
                     return "turns"

@@ -14,6 +14,7 @@ from typing import Any
 from histstore.errors import BadInput
 from histstore.history.importers import PROGRESS_STEP, Parsed, Problem, Progress, Redact
 from histstore.history.turn import normalize_turn
+from histstore.store.fsutil import open_regular
 from histstore.store.redact import redact_json_line
 
 FORMAT = "turns"
@@ -37,7 +38,7 @@ def parse_text(text: str, redact: Redact) -> dict[str, Any]:
 
 def parse_file(path: Path, redact: Redact, progress: Progress | None = None) -> Iterator[Parsed]:
     unreported = 0
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         for lineno, raw in enumerate(f, 1):
             unreported += len(raw)
             if progress is not None and unreported >= PROGRESS_STEP:
