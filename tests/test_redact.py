@@ -443,3 +443,47 @@ def test_a_token_after_a_backslash_in_a_windows_path_is_found() -> None:
     # where the backslash makes an escape with the token's first letter, it is text
     cr = json.dumps({"x": "\rk_live_" + "a" * 24})
     assert DEFAULT(cr) == cr
+
+
+def _lazy_repeats(pattern: str) -> list[int]:
+    """The bounds of the lazy repeats (``*?``, ``{m,n}?``) in a pattern: each
+    can make the engine rescan what follows it from every position it could
+    end at, once per place the pattern is tried."""
+    from re import _constants as c  # type: ignore[attr-defined]
+    from re import _parser as p  # type: ignore[attr-defined]
+
+    out: list[int] = []
+
+    def walk(items: Any) -> None:
+        for op, av in items:
+            if op == c.MIN_REPEAT:
+                out.append(av[1])
+            if isinstance(av, tuple | list):
+                for part in av:
+                    if isinstance(part, p.SubPattern):
+                        walk(part)
+                    elif isinstance(part, list):
+                        for x in part:
+                            if isinstance(x, p.SubPattern):
+                                walk(x)
+
+    walk(p.parse(pattern))
+    return out
+
+
+def test_no_rule_can_rescan_its_input() -> None:
+    """Fault: 1 MB of crafted text took seconds to redact: a lazy repeat of up
+    to 16 KiB after each `-----BEGIN … PRIVATE KEY-----` rescanned up to 16 KiB
+    from every header. Every rule must look at its input a bounded number of
+    times (linear time): no rule holds a lazy repeat over more than 64
+    characters (`make bench` measures the redaction rate on such text)."""
+    for i in range(len(redact._PATTERNS)):
+        for branch in redact._branches(i):
+            big = [n for n in _lazy_repeats(branch) if n > 64]
+            assert not big, (redact._PATTERNS[i].kind, branch[:80])
+
+
+def test_a_run_of_key_headers_with_no_end_is_redacted_whole() -> None:
+    text = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkq\n" * 50
+    out = Redactor([])(text)
+    assert "MIIEvQ" not in out and "PRIVATE KEY" not in out

@@ -82,14 +82,18 @@ _PATTERNS: tuple[_P, ...] = (
     _P(
         "private-key",
         ("-----BEGIN",),
-        r"[A-Z0-9 ]{0,40}PRIVATE KEY-----[^\"]{0,16384}?-----END[A-Z0-9 ]{0,40}PRIVATE KEY-----",
+        # the body runs, without backtracking, to the next "-----": an END line
+        # or not (a BEGIN with no END is the pattern below); each header is
+        # then looked at once, so crafted runs of headers cost linear time
+        r"[A-Z0-9 ]{0,40}PRIVATE KEY-----(?:[^\"-]|-(?!----)){0,16384}+"
+        r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY-----",
         bounded=False,
     ),
     # a block cut short (no END line): the header and the base64 body after it
     _P(
         "private-key",
         ("-----BEGIN",),
-        r"[A-Z0-9 ]{0,40}PRIVATE KEY-----(?:[A-Za-z0-9+/=\s]|\\[nrt])*",
+        r"[A-Z0-9 ]{0,40}PRIVATE KEY-----(?:[A-Za-z0-9+/=\s]|\\[nrt])*+",
         bounded=False,
     ),
     _P("anthropic-key", ("sk-ant-",), r"[A-Za-z0-9_-]{20,}"),

@@ -38,8 +38,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from histstore.errors import BadInput, CorruptObject, HistError
+from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError, NotFound
 from histstore.recall.index import RecallIndex
+from histstore.store.codec import is_object_id
 from histstore.store.objectstore import Batch, MemoryObjectStore
 from histstore.store.oplog import Operation, RefChange
 from histstore.store.store import Store
@@ -190,13 +191,26 @@ def _mark(store: Store) -> tuple[str | None, str | None]:
     return (last.op if last else None), store.refs.applied()
 
 
+def _checked_refs(store: Store, side: str) -> dict[str, str]:
+    """The synced refs of one side, each holding an object id: damage (a ref
+    file holding garbage) is refused at the border as damage (exit 7)."""
+    refs = synced_refs(store)
+    for name, value in refs.items():
+        if not is_object_id(value):
+            raise CorruptStore(
+                f"the {side} store's ref {name} does not hold an object id; no ref was moved",
+                hint=f"run hs fsck on the {side} store ({store.root})",
+            )
+    return refs
+
+
 def _plan(local: Store, remote: Store) -> _Plan:
-    lo, re = synced_refs(local), synced_refs(remote)
+    lo, re = _checked_refs(local, "local"), _checked_refs(remote, "remote")
     differ = sorted(n for n in set(lo) | set(re) if lo.get(n) != re.get(n))
     return _Plan(lo, re, differ)
 
 
-def _copy(
+def _copy_objects(
     src: Store,
     dst: Store,
     roots: list[str],
@@ -216,6 +230,27 @@ def _copy(
         return
     with dst.objects.batch() as batch:
         walk_missing(src.objects, presence, roots, _copier(batch, moved, presence), progress)
+
+
+def _copy(
+    src: Store,
+    dst: Store,
+    roots: list[str],
+    moved: Moved,
+    progress: Callable[[], None] | None,
+    *,
+    dry_run: bool = False,
+) -> None:
+    """What ``roots`` reach that ``dst`` lacks, copied from ``src``; an object a
+    ref of ``src`` reaches that ``src`` does not have is damage (exit 7)."""
+    try:
+        _copy_objects(src, dst, roots, moved, progress, dry_run=dry_run)
+    except NotFound as e:
+        raise CorruptStore(
+            f"the store at {src.root} is damaged: {e.message}, which its refs reach; "
+            "no ref was moved",
+            hint=f"run hs fsck on it ({src.root})",
+        ) from None
 
 
 def sync(
