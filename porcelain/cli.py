@@ -72,8 +72,11 @@ def _progress_total(paths: list[Path]) -> int:
 
 
 def _print_report(rep: ImportReport, verb: str = "imported") -> None:
+    files = f"{verb} {rep.files} file{'s' if rep.files != 1 else ''}"
+    if rep.files_unchanged:
+        files += f", {rep.files_unchanged} unchanged since the last import (not read)"
     parts = [
-        f"{verb} {rep.files} file{'s' if rep.files != 1 else ''}",
+        files,
         f"sessions: {rep.sessions_added} added, {rep.sessions_updated} updated",
         f"turns: {rep.turns_added} added, {rep.turns_revised} revised, "
         f"{rep.turns_unchanged} unchanged",
@@ -258,7 +261,7 @@ def _print_forgotten(
     turn_id: str, session_id: str, asked_at: str, marker: Any, json_out: bool, oneline: bool, i: int
 ) -> None:
     """A forgotten turn as log and show give it without --all: that it was, not what."""
-    note = f"forgotten ({_mode_word(marker.mode)} since {marker.ts})"
+    note = f"forgotten ({_mode_word(marker.mode)} since {marker.time})"
     if json_out:
         typer.echo(
             json.dumps(
@@ -266,7 +269,7 @@ def _print_forgotten(
                     "turn_id": turn_id,
                     "session_id": session_id,
                     "asked_at": asked_at,
-                    "forgotten": {"mode": marker.mode, "since": marker.ts},
+                    "forgotten": {"mode": marker.mode, "since": marker.time},
                 }
             )
         )
@@ -330,9 +333,9 @@ def _show_turn(store: Any, r: Any, *, full: bool, raw: bool, json_out: bool) -> 
         typer.echo("")
         for step in expand_turn(store, turn)["steps"]:
             typer.echo(render.step_text(step))
-    src = turn.get("source") or {}
+    src = r.source or {}
     if src.get("file"):
-        typer.echo(f"\nSource:  {src['file']}:{src.get('line', '?')}")
+        typer.echo(f"\nSource:  {src['file']}:{src.get('line') or '?'}")
 
 
 def _show_session(r: Any, *, json_out: bool) -> None:
@@ -392,11 +395,11 @@ def _show_object(r: Any, *, json_out: bool) -> None:
 
 def _print_forgotten_session(session_id: str, marker: Any, json_out: bool) -> None:
     if json_out:
-        forgotten = {"mode": marker.mode, "since": marker.ts}
+        forgotten = {"mode": marker.mode, "since": marker.time}
         typer.echo(json.dumps({"session_id": session_id, "forgotten": forgotten}))
     else:
         typer.echo(
-            f"session {session_id}\n\n    forgotten ({_mode_word(marker.mode)} since {marker.ts})"
+            f"session {session_id}\n\n    forgotten ({_mode_word(marker.mode)} since {marker.time})"
         )
 
 
@@ -533,7 +536,7 @@ def _print_forgotten_list(items: list[Any], json_out: bool) -> None:
             if m.target_kind == "memory"
             else f"hides {f.hides} turn{'s' if f.hides != 1 else ''}"
         )
-        typer.echo(f"{m.mode:9}  {m.ts}  {m.target_kind} {m.target}  ({hides})")
+        typer.echo(f"{m.mode:9}  {m.time}  {m.target_kind} {m.target}  ({hides})")
         if m.reason:
             typer.echo(f"           reason: {m.reason}")
         if f.first_prompt:
@@ -588,14 +591,14 @@ def forget(
         )
         typer.echo(f"forgot memory note {t.id}: {mode}, hidden from {views}")
         typer.echo(
-            f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.ts}"
+            f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.time}"
         )
         typer.echo("  the note's file is not deleted; `hs unforget` lifts the marker")
         return
     typer.echo(
         f"forgot {t.kind} {t.id} ({t.turns} turn{'s' if t.turns != 1 else ''}): {mode}, hidden from {hidden}"
     )
-    typer.echo(f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.ts}")
+    typer.echo(f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.time}")
     typer.echo(f"  index rebuilt: generation {res.generation}; recall no longer finds it")
 
 

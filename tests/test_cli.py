@@ -17,7 +17,7 @@ def test_init_creates_store_and_is_idempotent(hs: HS, store_path: Path) -> None:
     assert r.exit_code == 0
     assert f"Initialized empty histstore in {store_path}" in r.stdout
     assert (store_path / "config.toml").is_file()
-    assert read_config(store_path)["store"]["format"] == 1
+    assert read_config(store_path)["store"]["format"] == 2
     r = hs("init")
     assert r.exit_code == 0 and "already exists" in r.stdout
 
@@ -53,7 +53,7 @@ def test_unknown_format_version_is_refused(hs: HS, store_path: Path) -> None:
     (store_path / "config.toml").write_text(tomli_w.dumps(cfg))
     r = hs("status")
     assert r.exit_code == 3
-    assert "format version 99" in r.stderr and "reads version 1" in r.stderr
+    assert "format version 99" in r.stderr and "reads version 2" in r.stderr
 
 
 def test_import_log_show_status(hs: HS, make_turns: Callable[..., Path]) -> None:
@@ -97,7 +97,8 @@ def test_import_again_adds_nothing_and_records_no_operation(
     log_before = (store_path / "refs.log").read_bytes()
     r = hs("import", str(path))
     assert r.exit_code == 0
-    assert "turns: 0 added, 0 revised, 3 unchanged" in r.stdout
+    # the file is as it was when last read: it is not read at all
+    assert "imported 0 files, 1 unchanged since the last import (not read)" in r.stdout
     assert "nothing new: no operation recorded" in r.stdout
     assert (store_path / "refs.log").read_bytes() == log_before
 

@@ -110,7 +110,7 @@ def test_forget_a_session_and_the_views(filled: HS, store_path: Path) -> None:
     assert recall_ids(filled) == ["turn-0003"]
     excl = (store_path / "overlay" / "exclusions.jsonl").read_text().splitlines()
     assert [json.loads(x) for x in excl] == [
-        {"id": SID_A, "mode": "exclude", "ts": out["ts"], "reason": ""}
+        {"id": SID_A, "mode": "exclude", "ts": out["time"], "reason": ""}
     ]
     assert (store_path / "overlay" / "tombstones.jsonl").read_text() == ""
     filled("forget", "turn-0003", "--confirm", "turn-0003", "--reason", "why not")
@@ -134,7 +134,7 @@ def test_unforget_and_marker_history(filled: HS, store_path: Path) -> None:
         while rev:
             m = load_marker(s, rev)
             chain.append((m.mode, m.state))
-            rev = m.parent
+            rev = m.parents[0] if m.parents else None
     assert chain == [("exclude", "active"), ("tombstone", "lifted"), ("tombstone", "active")]
     r = filled("unforget", "turn-0001", "--confirm", "turn-0001")
     assert r.exit_code == 4 and "is not forgotten" in r.stderr

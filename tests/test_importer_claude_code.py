@@ -119,7 +119,13 @@ def test_plain_turn_with_split_assistant_message(tmp_path: pathlib.Path) -> None
     assert t["subagent"] is None
     assert [s["type"] for s in t["steps"]] == ["user", "thinking", "assistant", "assistant"]
     assert t["steps"][1]["text"] == "hmm"
-    assert t["source"] == {"format": "claude-code", "file": str(path), "line": 2, "end_line": 6}
+    assert t["source"] == {
+        "format": "claude-code",
+        "file": str(path),
+        "line": 2,
+        "end_line": 6,
+        "offset": len(path.read_bytes().split(b"\n")[0]) + 1,
+    }
     # the snapshot before the prompt is kept in the first turn's raw
     assert t["raw"] == path.read_text().splitlines()
     assert metas == [SessionMeta(session_id=SID, title=None, project=CWD)]
@@ -222,6 +228,7 @@ def test_non_prompt_user_lines_never_start_a_turn(tmp_path: pathlib.Path) -> Non
         "file": str(path),
         "line": 19,
         "end_line": 19,
+        "offset": sum(len(x) + 1 for x in path.read_bytes().split(b"\n")[:18]),
     }
 
 

@@ -9,6 +9,7 @@ import pytest
 from helpers import turn_record, write_turns
 
 from histstore.history.reading import load_turn, log_entries
+from histstore.history.sources import Sources
 from histstore.ops.importing import import_paths, record_turn
 from histstore.store.store import Store
 
@@ -75,9 +76,12 @@ def test_grown_session_file_adds_only_new_turns(store: Store, tmp_path: Path) ->
     turn = load_turn(store, s.turns[1].object)
     assert turn["asked"] == "second question" and turn["answered"] == "second answer"
     assert turn["agent"] == "claude-code" and turn["model"] == "claude-sonnet-4"
-    assert turn["source"]["line"] == 3
+    # where it came from is beside the turn, not in it
+    assert "source" not in turn
+    assert Sources(store).of(s.turns[1].object)["line"] == 3
     rep = import_paths(store, [tmp_path / "projects"])
-    assert rep.operation is None and rep.turns_unchanged == 2
+    # as it was when last read: not read at all
+    assert rep.operation is None and rep.files_unchanged == 1 and rep.files == 0
 
 
 def test_same_turn_id_new_content_is_a_new_revision(store: Store, tmp_path: Path) -> None:

@@ -46,21 +46,21 @@ def one_of_each(store: Store) -> dict[str, str]:
         }
     )
     turn_id = put("turn", turn.payload())
-    first = SessionRev(
-        "s1", "/p", "hs", None, [TurnEntry("t1", turn_id, "2026-01-01T00:00:00.000Z")]
-    )
+    entry = TurnEntry("t1", turn_id, "2026-01-01T00:00:00.000Z")
+    first = SessionRev("s1", "/p", "hs", None, [entry], count=1)
     first_id = put("session", first.payload())
-    second = SessionRev("s1", "/p", "hs", "title", first.turns, parent=first_id)
+    # a delta: the turn revised, over its parent
+    second = SessionRev("s1", "/p", "hs", "title", [entry], parents=[first_id], full=False, count=1)
     session_id = put("session", second.payload())
     note = put("blob", b"note")
     tree_id = put("memtree", MemTree({"a.md": note}).payload())
     rev0 = put("memrev", MemRev("system", None, tree_id, [], "t", "snapshot", "m").payload())
     rev_id = put("memrev", MemRev("system", None, tree_id, [rev0], "t", "write", "m").payload())
-    m0 = Marker("t1", "turn", "s1", "tombstone", "active", "", "t0", None)
+    m0 = Marker("t1", "turn", "s1", "tombstone", "active", "", "t0")
     m0_id = put("marker", m0.payload())
-    m1 = Marker("t1", "turn", "s1", "exclude", "active", "", "t1", None)
+    m1 = Marker("t1", "turn", "s1", "exclude", "active", "", "t1")
     m1_id = put("marker", m1.payload())
-    merge = Marker("t1", "turn", "s1", "exclude", "active", "", "t2", m0_id, (m1_id,))
+    merge = Marker("t1", "turn", "s1", "exclude", "active", "", "t2", tuple(sorted((m0_id, m1_id))))
     marker_id = put("marker", merge.payload())
     return {
         "blob": raw,

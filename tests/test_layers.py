@@ -33,7 +33,7 @@ LAYERS = [
     "histstore.plumbing",
     "histstore.porcelain",
 ]
-THIRD_PARTY = {"blake3", "filelock", "tomli_w", "zstandard", "yaml"}
+THIRD_PARTY = {"blake3", "filelock", "tomli_w", "zstandard", "yaml", "rfc8785"}
 
 #: The library's imports inside functions: each only downward (or sideways)
 #: and only to keep start-up lean (an agent hook or a recall pays for every
@@ -51,6 +51,7 @@ LAZY = {
     ("histstore.store.config", "uuid"): "only hs init makes a store id",
     ("histstore.store.config", "tomli_w"): "only a config change writes config.toml",
     ("histstore.store.fsutil", "ctypes"): "only bulk writers flush the filesystem",
+    ("histstore.store.codec", "rfc8785"): "only a value with a float needs the reference encoder",
 }
 
 

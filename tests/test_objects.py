@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import blake3
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from histstore.errors import BadInput, CorruptObject
 from histstore.store.codec import Codec, canonical_json, hash_object
@@ -74,3 +78,46 @@ def test_frame_without_content_size_is_accepted() -> None:
     frame = out.getvalue()
     assert zstandard.frame_content_size(frame) == -1
     assert Codec().decode(hash_object("blob", b"hello"), frame) == ("blob", b"hello")
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53) + 1, 2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_canonical_json_is_rfc8785(value: Any) -> None:
+    """The fast path (Python's json for values with no float) writes exactly
+    what the RFC 8785 reference writes, for any JSON value."""
+    import rfc8785
+
+    try:
+        want = bytes(rfc8785.dumps(value))
+    except (rfc8785.CanonicalizationError, UnicodeEncodeError):
+        with pytest.raises((ValueError, UnicodeEncodeError)):
+            canonical_json(value)
+        return
+    assert canonical_json(value) == want
+
+
+def test_canonical_json_pins_numbers_escapes_and_key_order() -> None:
+    assert canonical_json({"n": [1e16, 1.0, -0.0, 1e-7, 0.1, 2**53 - 1]}) == (
+        b'{"n":[10000000000000000,1,0,1e-7,0.1,9007199254740991]}'
+    )
+    assert canonical_json({"s": '"\\\n\x01\u2028é'}) == '{"s":"\\"\\\\\\n\\u0001\u2028é"}'.encode()
+    # keys by UTF-16 code units: U+1F600 (a surrogate pair, D83D...) before U+FB01
+    assert canonical_json({"\ufb01": 1, "\U0001f600": 2, "a": 3}) == (
+        '{"a":3,"\U0001f600":2,"\ufb01":1}'.encode()
+    )
+    for bad in (float("nan"), float("inf"), 2**53):
+        with pytest.raises(ValueError):
+            canonical_json({"x": bad})

@@ -32,11 +32,25 @@ from pathlib import Path
 from typing import Any
 
 from histstore.errors import BadInput
-from histstore.history.importers import Problem, Progress, SessionMeta, claude_code, turns_jsonl
-from histstore.history.importers.detect import expand
+from histstore.history.importers import (
+    Problem,
+    Progress,
+    Resume,
+    SessionMeta,
+    claude_code,
+    turns_jsonl,
+)
+from histstore.history.importers.detect import check_format, format_of, list_files
+from histstore.history.sources import Sources
 from histstore.history.turn import BLOB_THRESHOLD, Turn
 from histstore.store.codec import canonical_json, hash_object
-from histstore.store.kinds import BLOB_FIELDS, SessionRev, TurnEntry
+from histstore.store.kinds import (
+    BLOB_FIELDS,
+    MEMORY_TARGET_PREFIX,
+    SessionRev,
+    TurnEntry,
+    ordered,
+)
 from histstore.store.objectstore import Batch
 from histstore.store.oplog import Operation, RefChange
 from histstore.store.refs import check_component
@@ -50,6 +64,7 @@ def stored_turn(put: Callable[[str, bytes], str], turn: Turn) -> dict[str, Any]:
     step output or image larger than BLOB_THRESHOLD bytes a blob of its own, so
     the same large output is stored once however often it was read."""
     out = dict(turn)
+    out.pop("source", None)  # recorded beside the turn (history.sources), never in it
     raw = turn.get("raw") or []
     if raw:
         data = ("\n".join(raw) + "\n").encode("utf-8")
@@ -111,6 +126,8 @@ class SessionWork:
 @dataclass
 class ImportReport:
     files: int = 0
+    #: files as they were when last imported: not read at all
+    files_unchanged: int = 0
     files_skipped: list[tuple[str, str]] = field(default_factory=list)
     turns_added: int = 0
     turns_revised: int = 0
@@ -136,6 +153,7 @@ class ImportReport:
         return {
             "complete": self.complete,
             "files": self.files,
+            "files_unchanged": self.files_unchanged,
             "files_skipped": [{"file": f, "reason": r} for f, r in self.files_skipped],
             "turns_added": self.turns_added,
             "turns_revised": self.turns_revised,
@@ -174,6 +192,8 @@ class Importer:
         self.base: dict[str, str | None] = {}  # session -> its ref when first touched
         self.staged: dict[str, str] = {}  # session -> staged revision with flushed turns
         self.pending = 0
+        #: (turn object id, where it was read) of every turn read
+        self.sources: list[tuple[str, dict[str, Any]]] = []
         # session -> turn id -> object id, as the store had it (for the report)
         self._known: OrderedDict[str, dict[str, str]] = OrderedDict()
 
@@ -193,6 +213,10 @@ class Importer:
         w = self.work.get(session_id)
         if w is None:
             check_component(session_id, "session id")
+            if session_id.startswith(MEMORY_TARGET_PREFIX):
+                raise BadInput(
+                    f"session id {session_id!r} is reserved: it names memory notes' markers"
+                )
             w = self.work[session_id] = SessionWork(session_id)
             self.base[session_id] = self.store.session_ref(session_id)
         return w
@@ -233,6 +257,8 @@ class Importer:
             self.report.problems.append(Problem(where[0], where[1], f"cannot store turn: {e}"))
             return
         object_id = hash_object("turn", payload)
+        if isinstance(turn.get("source"), dict):
+            self.sources.append((object_id, turn["source"]))
         previous = w.turns.get(tid)
         if previous is not None and previous.object == object_id:
             return  # the same turn twice in one import
@@ -258,61 +284,64 @@ class Importer:
             if not w.turns:
                 continue
             start = self.staged.get(sid) or self.base[sid]
-            rev = self._merge(w, start, parent=self.base[sid])
+            rev = self._merge(w, start)
             if rev is not None:
-                self.staged[sid] = batch.put("session", canonical_json(rev.as_json()))
+                self.staged[sid] = batch.put("session", rev.payload())
             w.turns = {}
             w.meta_changed = False
         batch.checkpoint()
         self.pending = 0
 
-    def _merge(self, w: SessionWork, start: str | None, parent: str | None) -> SessionRev | None:
-        """``start``'s turns with ``w``'s merged in by turn id, as a revision whose
-        parent is ``parent``; None when that changes nothing."""
+    def _merge(self, w: SessionWork, start: str | None) -> SessionRev | None:
+        """``w``'s turns merged by turn id into the session as of ``start``: a
+        revision holding only the turns that change (a delta whose parent is
+        ``start``), or a full one when the session is new; None when that
+        changes nothing."""
         base = self.store.load_session(start) if start else None
-        turns = {t.turn_id: t for t in base.turns} if base else {}
-        changed = False
-        for tid, entry in w.turns.items():
-            if turns.get(tid) != entry:
-                turns[tid] = entry
-                changed = True
+        had = {t.turn_id: t for t in base.turns} if base else {}
+        changed = [entry for tid, entry in w.turns.items() if had.get(tid) != entry]
         project = (base.project if base else None) or w.project or ""
         agent = (base.agent if base else None) or w.agent or "unknown"
         title = w.title or (base.title if base else None)
-        if base is not None and title != base.title:
-            changed = True
-        if base is not None and not changed:
+        if base is None:
+            if not changed:
+                return None  # a session with no turn at all is not worth a ref
+            turns = ordered(changed)
+            return SessionRev(w.session_id, project, agent, title, turns, count=len(turns))
+        if not changed and title == base.title:
             return None
-        if base is None and not turns:
-            return None  # a session with no turn at all is not worth a ref
-        ordered = sorted(turns.values(), key=lambda t: (t.asked_at, t.turn_id))
-        return SessionRev(w.session_id, project, agent, title, ordered, parent=parent)
+        count = len(had) + sum(1 for t in changed if t.turn_id not in had)
+        return SessionRev(
+            w.session_id,
+            project,
+            agent,
+            title,
+            ordered(changed),
+            parents=[base.rev],
+            full=False,
+            count=count,
+        )
 
     def _final(self, batch: Batch, w: SessionWork, current: str | None) -> str | None:
-        """The revision a session's ref moves to (written), or None for no change."""
+        """The revision a session's ref moves to (written), or None for no change:
+        what this import brings (the staged turns that differ from the base, and
+        the pending ones) as one revision on top of the session's current one —
+        so each import adds one revision to a session's history (the staged ones
+        only bounded memory, and no ref ever names them), and when another
+        writer moved the session meanwhile, both imports land."""
         sid = w.session_id
         base, staged = self.base[sid], self.staged.get(sid)
-        if current == base and staged is not None and not w.turns and not w.meta_changed:
-            return staged  # everything this import brings is in the staged revision
-        if current == base:
-            rev = self._merge(w, staged or base, parent=base)
-            if rev is None:
-                return staged
-        else:
-            # Another writer moved the session meanwhile: apply what this import
-            # brings (the staged turns that differ from the base, and the pending
-            # ones) on top of the current revision, so both imports land.
-            ours = SessionWork(sid, w.project, w.agent, w.title)
-            if staged is not None:
-                had = {t.turn_id: t for t in self.store.load_session(base).turns} if base else {}
-                for t in self.store.load_session(staged).turns:
-                    if had.get(t.turn_id) != t:
-                        ours.turns[t.turn_id] = t
-            ours.turns.update(w.turns)
-            rev = self._merge(ours, current, parent=current)
-            if rev is None:
-                return None
-        return batch.put("session", canonical_json(rev.as_json()))
+        ours = SessionWork(sid, w.project, w.agent, w.title)
+        if staged is not None:
+            had = {t.turn_id: t for t in self.store.load_session(base).turns} if base else {}
+            for t in self.store.load_session(staged).turns:
+                if had.get(t.turn_id) != t:
+                    ours.turns[t.turn_id] = t
+        ours.turns.update(w.turns)
+        rev = self._merge(ours, current)
+        if rev is None:
+            return None
+        return batch.put("session", rev.payload())
 
     def commit(self, batch: Batch) -> Operation | None:
         """Under the lock: merge each touched session against its current revision,
@@ -351,28 +380,50 @@ def store_paths(
     """Store the turns of files and folders as one operation (objects and refs
     only: histstore.ops.importing.import_paths also brings the recall index and
     the memory folders along). Per-line problems are reported, the rest imports."""
-    files = expand(list(paths), fmt)
+    check_format(fmt)
     imp = Importer(store, command)
+    sources = Sources(store)
+    read: list[tuple[Path, str, Resume, int]] = []
     with store.objects.batch() as batch:
-        for path, f in files:
+        for path, in_folder in list_files(list(paths)):
+            f = fmt or sources.known_format(path)
+            plan = sources.plan(path, f) if f is not None else None
+            if plan is False:
+                imp.report.files_unchanged += 1  # as it was when last read: not read
+                if progress:
+                    progress(_size(path))
+                continue
+            if f is None:
+                f = format_of(path, in_folder)
             if f is None:
                 imp.report.files_skipped.append((str(path), "format not recognised"))
                 if progress:
                     progress(_size(path))
                 continue
             imp.report.files += 1
+            resume = plan if isinstance(plan, Resume) else None
             try:
-                for item in PARSERS[f](path, store.redactor, progress):
+                size = path.stat().st_size
+                for item in PARSERS[f](path, store.redactor, progress, resume):
                     if isinstance(item, Problem):
                         imp.report.problems.append(item)
                     elif isinstance(item, SessionMeta):
                         imp.add_meta(item)
+                    elif isinstance(item, Resume):
+                        read.append((path, f, item, size))
                     else:
                         src = item.get("source") or {}
-                        imp.add_turn(batch, item, (str(path), int(src.get("line") or 0)))
+                        line = src.get("line")
+                        imp.add_turn(batch, item, (str(path), line if isinstance(line, int) else 0))
             except OSError as e:
                 imp.report.problems.append(Problem(str(path), 0, f"cannot read: {e.strerror}"))
         imp.commit(batch)
+    # beside the objects, once they are committed: where each turn came from,
+    # and where each file was read to (so the next import reads only what is new)
+    sources.record_turns(imp.sources)
+    for path, f, resume, size in read:
+        sources.record_file(path, f, resume, size)
+    sources.close()
     return imp.report
 
 
@@ -387,6 +438,9 @@ def store_record(store: Store, text: str, command: str = "hs record") -> tuple[s
         if imp.report.problems:
             raise BadInput(imp.report.problems[0].message)
         imp.commit(batch)
+    sources = Sources(store)
+    sources.record_turns(imp.sources)
+    sources.close()
     return turn["turn_id"], imp.report
 
 

@@ -11,7 +11,7 @@ from histstore.errors import Ambiguous, BadInput, NotFound
 from histstore.history.project import project_key
 from histstore.history.turn import format_time, parse_time
 from histstore.store.codec import is_id_prefix
-from histstore.store.kinds import BLOB_FIELDS, SessionRev, TurnEntry, is_blob_ref
+from histstore.store.kinds import BLOB_FIELDS, Session, TurnEntry, is_blob_ref
 from histstore.store.store import Store
 
 _SINCE = re.compile(r"^(\d+)\s*(h|d|w|m|y)$")
@@ -48,7 +48,7 @@ def parse_since(text: str, now: datetime | None = None) -> str:
 @dataclass(frozen=True)
 class LogEntry:
     entry: TurnEntry
-    session: SessionRev
+    session: Session
 
     @property
     def turn_id(self) -> str:
@@ -126,7 +126,7 @@ def resolve_session(store: Store, text: str) -> str:
 class Resolved:
     kind: str  # "turn" | "session" | "object"
     id: str
-    session: SessionRev | None = None
+    session: Session | None = None
     entry: TurnEntry | None = None
 
 

@@ -186,7 +186,10 @@ def _whole_id(store: Store, text: str) -> Target | None:
             return Target("session", s.session_id, s.session_id, len(s.turns), first)
         return None  # also a turn id: let the full scan report the ambiguity
     sessions = RecallIndex(store).sessions_of(text)
-    if len(sessions) != 1:
+    # a forgotten turn is not in the index: one of that id marked elsewhere
+    # makes the id ambiguous (the full scan says so)
+    marked = {sid for (sid, tid) in Overlay.read(store).turns if tid == text}
+    if len(sessions) != 1 or marked - set(sessions):
         return None
     rev = store.session_ref(sessions[0])
     if rev is None:
@@ -265,7 +268,7 @@ class ForgetResult:
             "mode": self.marker.mode,
             "state": self.marker.state,
             "reason": self.marker.reason,
-            "ts": self.marker.ts,
+            "time": self.marker.time,
             "marker": self.marker_id,
             "operation": self.operation.op if self.operation else None,
             "rebuilt": self.changed and self.target.kind != "memory",
@@ -283,7 +286,7 @@ def _set_marker(
     with store.lock():
         old = store.refs.read(ref)
         previous = load_marker(store, old) if old else None
-        marker = make(previous)
+        marker = make(previous, old)
         if marker is None:
             assert previous is not None and old is not None
             return previous, old, old, None
@@ -345,7 +348,7 @@ def forget(
     check_confirmation(target, confirm)
     reason = one_line(store.redactor(reason), 500)
 
-    def make(previous: Marker | None) -> Marker | None:
+    def make(previous: Marker | None, previous_id: str | None) -> Marker | None:
         if (
             previous is not None
             and previous.active
@@ -362,7 +365,7 @@ def forget(
             "active",
             reason,
             now_rfc3339(),
-            None if previous is None else store.refs.read(target.ref(store)),
+            () if previous_id is None else (previous_id,),
         )
 
     marker, marker_id, old, op = _set_marker(store, target, make, command)
@@ -391,7 +394,7 @@ def unforget(
 ) -> ForgetResult:
     check_confirmation(target, confirm)
 
-    def make(previous: Marker | None) -> Marker | None:
+    def make(previous: Marker | None, previous_id: str | None) -> Marker | None:
         if previous is None:
             raise NotFound(f"{target.kind} {target.id} is not forgotten", hint="see `hs forgotten`")
         if not previous.active:
@@ -404,7 +407,7 @@ def unforget(
             "lifted",
             previous.reason,
             now_rfc3339(),
-            store.refs.read(target.ref(store)),
+            (previous_id,) if previous_id else (),
         )
 
     marker, marker_id, old, op = _set_marker(store, target, make, command)
@@ -464,5 +467,5 @@ def forgotten(store: Store) -> list[Forgotten]:
             text = _first_prompt(store, first)
         name = overlay.ref_name(m.target_kind, m.session, m.target) or m.ref_target
         out.append(Forgotten(m, refs[PREFIX + name], hides, text))
-    out.sort(key=lambda f: f.marker.ts, reverse=True)
+    out.sort(key=lambda f: f.marker.time, reverse=True)
     return out

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from histstore.history.reading import LogEntry, load_turn, log_entries, resolve
+from histstore.history.sources import Sources
 from histstore.overlay.markers import Marker, Overlay
 from histstore.overlay.visibility import View, Visibility
-from histstore.store.kinds import SessionRev, TurnEntry
+from histstore.store.kinds import Session, TurnEntry
 from histstore.store.store import Store
 
 
@@ -27,7 +28,7 @@ class Item:
     marker that withholds it (``withheld``)."""
 
     entry: TurnEntry
-    session: SessionRev
+    session: Session
     turn: dict[str, Any] | None
     withheld: Marker | None
 
@@ -69,7 +70,7 @@ class Shown:
     kind: str  # "turn" | "session" | "object"
     id: str
     withheld: Marker | None = None
-    session: SessionRev | None = None
+    session: Session | None = None
     entry: TurnEntry | None = None
     turn: dict[str, Any] | None = None
     turns: list[Item] = field(default_factory=list)
@@ -77,6 +78,8 @@ class Shown:
     payload: bytes | None = None
     #: for a withheld object: the turn or session it is (to name it)
     names: dict[str, Any] = field(default_factory=dict)
+    #: for a turn shown: where this store read it (histstore.history.sources)
+    source: dict[str, Any] | None = None
 
 
 def show(store: Store, ident: str, *, show_all: bool = False) -> Shown:
@@ -87,7 +90,12 @@ def show(store: Store, ident: str, *, show_all: bool = False) -> Shown:
         assert r.entry is not None and r.session is not None
         e = LogEntry(r.entry, r.session)
         item = _item(store, vis, View.SHOW, e, show_all)
-        return Shown("turn", r.id, item.withheld, r.session, r.entry, item.turn)
+        shown = Shown("turn", r.id, item.withheld, r.session, r.entry, item.turn)
+        if item.turn is not None:
+            sources = Sources(store)
+            shown.source = sources.of(r.entry.object)
+            sources.close()
+        return shown
     if r.kind == "session":
         assert r.session is not None
         s = r.session

@@ -7,7 +7,9 @@ a ref component like any id, so a note can be forgotten like a turn.
 
 from __future__ import annotations
 
-MEMORY_PREFIX = "memory@"
+from histstore.store.kinds import MEMORY_TARGET_PREFIX
+
+MEMORY_PREFIX = MEMORY_TARGET_PREFIX
 
 
 def memory_target(scope_id: str, type_: str, slug: str) -> str:

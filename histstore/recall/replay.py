@@ -24,7 +24,7 @@ from histstore.history.turn import parse_time
 from histstore.overlay.markers import PREFIX as OVERLAY_PREFIX
 from histstore.overlay.markers import Marker, Overlay, load_marker
 from histstore.recall.search import proj_token
-from histstore.store.kinds import SessionRev, TurnEntry
+from histstore.store.kinds import Session, TurnEntry
 from histstore.store.store import SESSION_PREFIX, Store
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class Replay:
         self,
         conn: sqlite3.Connection,
         fts: bool,
-        session: SessionRev,
+        session: Session,
         entry: TurnEntry,
         taken: dict[int, int] | None = None,
     ) -> None:
@@ -165,7 +165,7 @@ class Replay:
             raise
         return changed
 
-    def _entries(self, rev: str | None) -> tuple[SessionRev | None, dict[str, TurnEntry]]:
+    def _entries(self, rev: str | None) -> tuple[Session | None, dict[str, TurnEntry]]:
         if rev is None:
             return None, {}
         s = self.store.load_session(rev)

@@ -15,7 +15,7 @@ from histstore.errors import BadInput, CorruptStore, NoStore, UnsupportedStore
 from histstore.store.clock import now_rfc3339
 from histstore.store.fsutil import atomic_write
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 CONFIG_NAME = "config.toml"
 
 
@@ -66,6 +66,11 @@ def read_config(root: Path) -> dict[str, Any]:
             f"{path} is not valid TOML: {e}", hint="fix or restore the file"
         ) from None
     version = config.get("store", {}).get("format")
+    if version == 1:
+        raise UnsupportedStore(
+            f"the store at {root} has format version 1; this hs reads version {FORMAT_VERSION}",
+            hint="run `hs upgrade` to upgrade it in place (nothing is lost)",
+        )
     if version != FORMAT_VERSION:
         raise UnsupportedStore(
             f"the store at {root} has format version {version!r}; "

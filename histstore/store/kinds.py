@@ -26,7 +26,7 @@ both, so the two can never disagree on what an object reaches.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -148,9 +148,24 @@ class TurnEntry:
         return d
 
 
+def _parents(d: Any) -> list[str]:
+    """The ``parents`` of an object: a list of ids, sorted (the one spelling)."""
+    parents = d.get("parents")
+    if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
+        raise ValueError("parents is not a list of ids")
+    if parents != sorted(parents) or len(set(parents)) != len(parents):
+        raise ValueError("parents are not sorted and distinct")
+    return parents
+
+
 @dataclass
 class SessionRev(Object):
-    """A revision of a session: its turns in order, and the revision before it."""
+    """A revision of a session as stored: the turns it *adds* (or replaces, by
+    turn id) to its first parent's, so recording a turn costs the same whatever
+    the session's length. A ``full`` revision holds every turn instead (the
+    first of a session, and every merge). ``count`` is the session's number of
+    turns at this revision. histstore.store.store.Store.load_session gives the
+    whole session (:class:`Session`)."""
 
     KIND: ClassVar[str] = "session"
     session_id: str
@@ -158,27 +173,21 @@ class SessionRev(Object):
     agent: str
     title: str | None
     turns: list[TurnEntry]
-    parent: str | None = None
-    #: the second parent of a merge revision (sync): written only when set, so
-    #: every revision without one keeps its id
-    merged: str | None = None
+    parents: list[str] = field(default_factory=list)
+    full: bool = True
+    count: int = 0
 
     def as_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+        return {
             "session_id": self.session_id,
             "project": self.project,
             "agent": self.agent,
             "title": self.title,
-            "parent": self.parent,
+            "parents": sorted(self.parents),
+            "full": self.full,
+            "count": self.count,
             "turns": [t.as_json() for t in self.turns],
         }
-        if self.merged is not None:
-            d["merged"] = self.merged
-        return d
-
-    @property
-    def parents(self) -> list[str]:
-        return [p for p in (self.parent, self.merged) if p is not None]
 
     def refs(self) -> list[Ref]:
         return [Ref(t.object, "turn") for t in self.turns] + [
@@ -194,8 +203,9 @@ class SessionRev(Object):
                 project=d["project"],
                 agent=d["agent"],
                 title=d.get("title"),
-                parent=d.get("parent"),
-                merged=d.get("merged"),
+                parents=_parents(d),
+                full=d["full"],
+                count=d["count"],
                 turns=[
                     TurnEntry(t["turn_id"], t["object"], t["asked_at"], t.get("subagent"))
                     for t in d["turns"]
@@ -208,9 +218,89 @@ class SessionRev(Object):
         ]
         if not all(isinstance(v, str) for v in texts):
             raise ValueError("not a session revision (a field is not a string)")
-        if not all(isinstance(p, str) for p in rev.parents):
-            raise ValueError("not a session revision (a parent is not an id)")
+        if not isinstance(rev.full, bool) or not isinstance(rev.count, int):
+            raise ValueError("not a session revision (full or count)")
+        if not rev.full and len(rev.parents) != 1:
+            raise ValueError("not a session revision (a delta has one parent)")
+        if rev.title is not None and not isinstance(rev.title, str):
+            raise ValueError("not a session revision (title)")
         return rev
+
+
+@dataclass
+class Session:
+    """A session at one revision, with every turn: what readers use."""
+
+    session_id: str
+    project: str
+    agent: str
+    title: str | None
+    turns: list[TurnEntry]
+    #: the revision this is, and its parents
+    rev: str = ""
+    parents: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "project": self.project,
+            "agent": self.agent,
+            "title": self.title,
+            "revision": self.rev,
+            "parents": self.parents,
+            "turns": [t.as_json() for t in self.turns],
+        }
+
+    @property
+    def parent(self) -> str | None:
+        """The first parent (the revision before), None for the first."""
+        return self.parents[0] if self.parents else None
+
+
+def materialize(
+    rev_id: str,
+    load: Callable[[str], SessionRev],
+    cache: dict[str, Session] | None = None,
+    keep: int = 256,
+) -> Session:
+    """The session as of revision ``rev_id``, every turn: the revision's turns
+    applied, by turn id, over its first parent's, back to the nearest full
+    revision (or one in ``cache``, which keeps the ``keep`` newest)."""
+    memo = cache if cache is not None else {}
+    if rev_id in memo:
+        return memo[rev_id]
+    chain: list[tuple[str, SessionRev]] = []
+    base: Session | None = None
+    at: str | None = rev_id
+    while at is not None:
+        if at in memo:
+            base = memo[at]
+            break
+        rev = load(at)
+        chain.append((at, rev))
+        at = None if rev.full else rev.parents[0]
+    for rid, rev in reversed(chain):
+        if rev.full or base is None:
+            turns = ordered(rev.turns)
+        else:
+            by_id = {t.turn_id: t for t in base.turns}
+            by_id.update((t.turn_id, t) for t in rev.turns)
+            turns = ordered(by_id.values())
+        if len(turns) != rev.count:
+            raise CorruptObject(rid, f"a revision of {rev.count} turns holds {len(turns)}")
+        base = Session(
+            rev.session_id, rev.project, rev.agent, rev.title, turns, rid, list(rev.parents)
+        )
+        memo[rid] = base
+        while len(memo) > keep:
+            memo.pop(next(iter(memo)))
+    assert base is not None
+    return base
+
+
+def ordered(turns: Iterable[TurnEntry]) -> list[TurnEntry]:
+    """A session's turns in their order: by ``asked_at``, then turn id."""
+    return sorted(turns, key=lambda t: (t.asked_at, t.turn_id))
 
 
 # --------------------------------------------------------------------------- memory
@@ -259,7 +349,7 @@ class MemRev(Object):
             "scope": self.scope,
             "project": self.project,
             "tree": self.tree,
-            "parents": self.parents,
+            "parents": sorted(self.parents),
             "time": self.time,
             "kind": self.kind,
             "message": self.message,
@@ -278,7 +368,7 @@ class MemRev(Object):
                 d["scope"],
                 d.get("project"),
                 d["tree"],
-                list(d["parents"]),
+                _parents(d),
                 d["time"],
                 d["kind"],
                 d.get("message") or "",
@@ -301,11 +391,18 @@ MARKER_STATES = ("active", "lifted")
 MARKER_TARGETS = ("turn", "session", "memory")
 #: joins a turn's session and id in the name of its overlay ref; no id holds it
 TURN_SEPARATOR = "~"
+#: starts the target naming a memory note (``memory@<scope>@<type>@<slug>``);
+#: no session id may start so, or forgetting it would forge a note's marker
+MEMORY_TARGET_PREFIX = "memory@"
 
 
 @dataclass(frozen=True)
 class Marker(Object):
-    """What happens to one target from a moment on (histstore.overlay)."""
+    """What happens to one target from a moment on (histstore.overlay).
+
+    ``parents`` are the markers it follows: none for a target's first marker,
+    the one before it for a forget or unforget, and the concurrent heads it
+    joins for a merge marker (sync: two parents or more)."""
 
     KIND: ClassVar[str] = "marker"
     target: str
@@ -314,31 +411,24 @@ class Marker(Object):
     mode: str  # "tombstone" | "exclude"
     state: str  # "active" | "lifted"
     reason: str
-    ts: str
-    parent: str | None
-    #: the other heads a merge marker (sync) joins; None on every other marker,
-    #: and then not written, so their ids stay
-    merged: tuple[str, ...] | None = None
+    time: str
+    parents: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+        return {
             "target": self.target,
             "target_kind": self.target_kind,
             "session": self.session,
             "mode": self.mode,
             "state": self.state,
             "reason": self.reason,
-            "ts": self.ts,
-            "parent": self.parent,
+            "time": self.time,
+            "parents": sorted(self.parents),
         }
-        if self.merged is not None:
-            d["merged"] = list(self.merged)
-        return d
 
     @property
-    def parents(self) -> list[str]:
-        """The markers this one follows: its parent, then the heads it joins."""
-        return ([self.parent] if self.parent else []) + list(self.merged or ())
+    def is_merge(self) -> bool:
+        return len(self.parents) > 1
 
     def refs(self) -> list[Ref]:
         return [Ref(p, "marker") for p in self.parents]
@@ -346,7 +436,6 @@ class Marker(Object):
     @classmethod
     def from_json(cls, d: Any) -> Marker:
         try:
-            merged = d.get("merged")
             m = cls(
                 d["target"],
                 d["target_kind"],
@@ -354,9 +443,8 @@ class Marker(Object):
                 d["mode"],
                 d["state"],
                 d.get("reason") or "",
-                d["ts"],
-                d.get("parent"),
-                None if merged is None else tuple(merged),
+                d["time"],
+                tuple(_parents(d)),
             )
         except (KeyError, TypeError, AttributeError):
             raise ValueError("not an overlay marker") from None
@@ -366,10 +454,8 @@ class Marker(Object):
             or m.target_kind not in MARKER_TARGETS
         ):
             raise ValueError("not an overlay marker (mode or state)")
-        if not all(isinstance(p, str) for p in m.parents) or (
-            m.parent is not None and not isinstance(m.parent, str)
-        ):
-            raise ValueError("not an overlay marker (merged is not a list of ids)")
+        if not all(isinstance(v, str) for v in (m.target, m.session, m.reason, m.time)):
+            raise ValueError("not an overlay marker (a field is not a string)")
         return m
 
     @property

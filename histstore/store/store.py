@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from histstore.errors import BadInput, CorruptObject, CorruptStore, NotFound
 from histstore.store.codec import decode_json, is_object_id
 from histstore.store.config import FORMAT_VERSION, new_config, read_config, write_config
-from histstore.store.kinds import Marker, SessionRev, parse
+from histstore.store.kinds import Marker, Session, SessionRev, materialize, parse
 from histstore.store.views import write_views
 
 if TYPE_CHECKING:
@@ -46,6 +46,9 @@ def lock_timeout() -> float:
 
 
 class Store:
+    #: how many sessions load_session keeps
+    SESSION_CACHE = 256
+
     def __init__(self, root: Path, config: dict[str, Any]) -> None:
         self.root = root
         self.config = config
@@ -54,6 +57,8 @@ class Store:
         self._redactor: Redactor | None = None
         self._lock: Any = None  # a filelock.FileLock, made by the first writer
         self.lock_timeout = lock_timeout()
+        #: sessions read, by revision id (load_session), newest last
+        self._sessions: dict[str, Session] = {}
         #: told what a person should know that is no error (a lock taken over
         #: from a dead process); the CLI prints it on stderr
         self.notify: Callable[[str], None] | None = None
@@ -204,30 +209,43 @@ class Store:
 
         return self.refs.read(SESSION_PREFIX + check_component(session_id, "session id"))
 
-    def load_session(self, rev_id: str) -> SessionRev:
-        try:
-            return SessionRev.from_json(self.get_json(rev_id, "session"))
-        except ValueError as e:
-            raise CorruptObject(rev_id, str(e)) from None
+    def load_revision(self, rev_id: str) -> SessionRev:
+        """One session revision object as stored (a delta or a full one)."""
+        kind, payload = self.objects.get(rev_id)
+        if kind != "session":
+            raise BadInput(f"object {rev_id} is a {kind}, not a session")
+        rev: SessionRev = parse(rev_id, kind, payload)
+        return rev
 
-    def _reached(self, name: str, rev_id: str) -> SessionRev:
+    def load_session(self, rev_id: str) -> Session:
+        """A session as of revision ``rev_id``, with every turn: the revision's
+        turns applied, by turn id, over its first parent's, back to the nearest
+        full revision. Reading a session of N turns reads O(N) bytes: each
+        revision holds only what it added. Sessions read are kept (a few
+        thousand turn entries each), so reading a revision after its parent
+        costs its own delta only."""
+        return materialize(rev_id, self.load_revision, self._sessions, self.SESSION_CACHE)
+
+    def _reached(self, name: str, rev_id: str) -> Session:
         """A session revision a ref points at: anything wrong with it is damage."""
         if not is_object_id(rev_id):
             raise CorruptStore(f"ref {name} does not hold an object id", hint="run hs fsck")
         try:
             return self.load_session(rev_id)
+        except CorruptObject as e:
+            raise CorruptStore(f"ref {name}: {e}", hint="run hs fsck") from None
         except NotFound:
             raise CorruptStore(f"ref {name} points at missing object {rev_id}") from None
         except BadInput as e:
             raise CorruptStore(f"ref {name}: {e.message}", hint="run hs fsck") from None
 
-    def session(self, session_id: str) -> SessionRev:
+    def session(self, session_id: str) -> Session:
         rev = self.session_ref(session_id)
         if rev is None:
             raise NotFound(f"no session {session_id}")
         return self._reached(SESSION_PREFIX + session_id, rev)
 
-    def sessions(self) -> Iterator[SessionRev]:
+    def sessions(self) -> Iterator[Session]:
         for sid, rev in self.session_refs().items():
             yield self._reached(SESSION_PREFIX + sid, rev)
 
@@ -255,8 +273,8 @@ class Store:
             for ref, marker_id in self.refs.list_refs(OVERLAY_PREFIX).items()
         }
 
-    def session_history(self, session_id: str) -> Iterator[tuple[str, SessionRev]]:
-        """Every revision of a session, newest first."""
+    def session_history(self, session_id: str) -> Iterator[tuple[str, Session]]:
+        """Every revision of a session along first parents, newest first."""
         rev: str | None = self.session_ref(session_id)
         while rev is not None:
             s = self.load_session(rev)

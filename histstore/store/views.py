@@ -35,9 +35,9 @@ def view_lines(markers: Iterable[Marker]) -> tuple[bytes, bytes]:
     tomb, excl = [], []
     for m in sorted((m for m in markers if m.active), key=lambda m: m.target):
         if m.mode == "exclude":
-            excl.append({"id": m.target, "mode": "exclude", "ts": m.ts, "reason": m.reason})
+            excl.append({"id": m.target, "mode": "exclude", "ts": m.time, "reason": m.reason})
         else:
-            tomb.append({"id": m.target, "ts": m.ts, "reason": m.reason})
+            tomb.append({"id": m.target, "ts": m.time, "reason": m.reason})
 
     def dump(rows: list[dict[str, Any]]) -> bytes:
         return b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in rows)

@@ -18,7 +18,7 @@ from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError, N
 from histstore.history.turn import parse_time
 from histstore.memory.index import merge_index
 from histstore.memory.rules import is_index_name
-from histstore.store.kinds import Marker, SessionRev, TurnEntry
+from histstore.store.kinds import Marker, Session, SessionRev, TurnEntry, materialize, ordered
 from histstore.store.merge import deletion_loses, keep, merge3
 from histstore.sync.walk import Objects
 
@@ -69,15 +69,22 @@ def merge_sessions(objs: Objects, a: str, b: str) -> str:
     sides changed differently taken from the later ``asked_at`` (then the
     greater object id). The same object whichever side makes it."""
 
-    def load(rev: str) -> SessionRev:
-        try:
-            return SessionRev.from_json(objs.json(rev, "session"))
-        except ValueError as e:
-            raise CorruptObject(rev, str(e)) from None
+    revisions: dict[str, SessionRev] = {}
+    sessions: dict[str, Session] = {}
+
+    def revision(rev: str) -> SessionRev:
+        if rev not in revisions:
+            try:
+                revisions[rev] = SessionRev.from_json(objs.json(rev, "session"))
+            except ValueError as e:
+                raise CorruptObject(rev, str(e)) from None
+        return revisions[rev]
+
+    def load(rev: str) -> Session:
+        return materialize(rev, revision, sessions)
 
     def parents_of(rev: str) -> list[str]:
-        d = objs.json(rev, "session")
-        return [p for p in (d.get("parent"), d.get("merged")) if isinstance(p, str)]
+        return revision(rev).parents
 
     ahead, base_id = _relate(parents_of, a, b)
     if ahead is not None:
@@ -95,17 +102,16 @@ def merge_sessions(objs: Objects, a: str, b: str) -> str:
             continue
         later = max(x, y, key=lambda t: (t.asked_at, t.object))
         turns.append(_pick(x, y, to.get(tid), later))
-    turns.sort(key=lambda t: (t.asked_at, t.turn_id))
-    first, second = sorted([a, b])
     greater = rb if b > a else ra
     merged = SessionRev(
         session_id=ra.session_id,
         project=_pick(ra.project, rb.project, rbase.project if rbase else None, greater.project),
         agent=_pick(ra.agent, rb.agent, rbase.agent if rbase else None, greater.agent),
         title=_pick(ra.title, rb.title, rbase.title if rbase else None, greater.title),
-        turns=turns,
-        parent=first,
-        merged=second,
+        turns=ordered(turns),
+        parents=sorted([a, b]),
+        full=True,
+        count=len(turns),
     )
     return objs.make("session", merged.as_json())
 
@@ -118,23 +124,18 @@ def _when(text: Any) -> datetime:
         return datetime.min.replace(tzinfo=UTC)
 
 
-def _marker_parents(d: Any) -> list[str]:
-    """The markers a marker follows: its ``parent``, and on a merge marker the
-    other heads it joins (``merged``)."""
-    out = [d["parent"]] if isinstance(d.get("parent"), str) else []
-    merged = d.get("merged")
-    if isinstance(merged, list):
-        out += [m for m in merged if isinstance(m, str)]
-    return out
+def _marker(objs: Objects, marker_id: str) -> Marker:
+    try:
+        return Marker.from_json(objs.json(marker_id, "marker"))
+    except ValueError as e:
+        raise CorruptObject(marker_id, str(e)) from None
 
 
 def _marker_heads(objs: Objects, marker: str) -> set[str]:
-    """The concurrent markers a value stands for: a merge marker's heads, or
-    the marker itself."""
-    d = objs.json(marker, "marker")
-    if isinstance(d.get("merged"), list):
-        return set(_marker_parents(d))
-    return {marker}
+    """The concurrent markers a value stands for: a merge marker's heads (its
+    parents), or the marker itself."""
+    m = _marker(objs, marker)
+    return set(m.parents) if m.is_merge else {marker}
 
 
 def merge_markers(objs: Objects, a: str, b: str) -> str:
@@ -147,8 +148,8 @@ def merge_markers(objs: Objects, a: str, b: str) -> str:
     follows — a join, so any order of syncs ends on the same value. One head
     left: that marker (the newer marker wins whenever it was made on top of
     the older). Several, made apart on different stores: a merge marker
-    joining them, which says what the newest of them says (by ``ts``, then
-    id) — except that an active exclusion no other head has seen holds over
+    joining them (its parents), which says what the newest of them says (by
+    ``time``, then id) — except that an active exclusion no other head has seen holds over
     them all (the newest such): a tombstone or an unforget made where the
     exclusion was not yet known never weakens it. The losers stay objects."""
     heads = _marker_heads(objs, a) | _marker_heads(objs, b)
@@ -159,7 +160,7 @@ def merge_markers(objs: Objects, a: str, b: str) -> str:
             out: set[str] = set()
             todo = [m]
             while todo:
-                for p in _marker_parents(objs.json(todo.pop(), "marker")):
+                for p in _marker(objs, todo.pop()).parents:
                     if p not in out:
                         out.add(p)
                         with contextlib.suppress(NotFound):
@@ -171,14 +172,19 @@ def merge_markers(objs: Objects, a: str, b: str) -> str:
     heads = {h for h in heads if not any(h in ancestors(o) for o in heads if o != h)}
     if len(heads) == 1:
         return heads.pop()
-    body = {h: objs.json(h, "marker") for h in heads}
-    excluding = [
-        h for h in heads if body[h].get("state") == "active" and body[h].get("mode") == "exclude"
-    ]
-    chosen = body[max(excluding or heads, key=lambda h: (_when(body[h].get("ts")), h))]
-    first, *rest = sorted(heads)
-    merged = {k: chosen.get(k) for k in ("target", "target_kind", "session", "mode", "state")}
-    merged.update(reason=chosen.get("reason") or "", ts=chosen.get("ts"), parent=first, merged=rest)
+    body = {h: _marker(objs, h) for h in heads}
+    excluding = [h for h in heads if body[h].excludes]
+    chosen = body[max(excluding or heads, key=lambda h: (_when(body[h].time), h))]
+    merged = Marker(
+        chosen.target,
+        chosen.target_kind,
+        chosen.session,
+        chosen.mode,
+        chosen.state,
+        chosen.reason,
+        chosen.time,
+        tuple(sorted(heads)),
+    ).as_json()
     return objs.make("marker", merged)
 
 

@@ -182,4 +182,4 @@ def test_import_every_sample_into_a_store(tmp_path: pathlib.Path) -> None:
         assert isinstance(store.objects, DiskObjectStore)
         assert store.objects.size_on_disk() <= 0.5 * raw
         again = import_paths(store, [root])
-        assert again.operation is None and again.turns_unchanged == stored
+        assert again.operation is None and again.files == 0 and again.files_unchanged > 0

@@ -6,7 +6,13 @@ Every importer is a pure parser: it reads files, never touches a store, and yiel
   string that came from the file already passed through the redactor;
 * :class:`Problem` for a line it could not read (the rest of the file imports);
 * :class:`SessionMeta` for what it learned about a session besides its turns
-  (a title from a ``summary`` line, the project key).
+  (a title from a ``summary`` line, the project key);
+* last, one :class:`Resume`: where a later import of the same file, grown by
+  appends, may start reading (the start of the last turn, which it reads again:
+  that turn may still be growing), with the state the importer needs there.
+
+``parse_file(path, redact, progress=None, resume=None)`` starts at ``resume``
+when given (the caller checked the file was only appended to since).
 """
 
 from __future__ import annotations
@@ -38,4 +44,15 @@ class SessionMeta:
     project: str | None = None
 
 
-Parsed = dict[str, Any] | Problem | SessionMeta
+@dataclass(frozen=True)
+class Resume:
+    """Where an import may start reading a file it read before: a byte offset
+    at the start of a line, that line's number, and the importer's state there
+    (JSON-able)."""
+
+    offset: int
+    line: int
+    state: dict[str, Any]
+
+
+Parsed = dict[str, Any] | Problem | SessionMeta | Resume

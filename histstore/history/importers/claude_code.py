@@ -84,6 +84,7 @@ from histstore.history.importers import (
     Problem,
     Progress,
     Redact,
+    Resume,
     SessionMeta,
 )
 from histstore.history.importers.claude_turn import Group, Line, build_turn, is_prompt, text_or_none
@@ -135,11 +136,23 @@ def find_files(root: pathlib.Path) -> list[pathlib.Path]:
 
 
 def _read_lines(
-    path: pathlib.Path, redact: Redact, problems: list[Problem], progress: Progress | None = None
+    path: pathlib.Path,
+    redact: Redact,
+    problems: list[Problem],
+    progress: Progress | None = None,
+    start: Resume | None = None,
 ) -> Iterator[Line]:
+    """Every line of the file (from ``start``), redacted, then parsed. A last
+    line without its newline that is not JSON yet is being written: it is
+    left for the next import."""
     unreported = 0
+    offset = start.offset if start else 0
+    lineno = start.line - 1 if start else 0
     with open_regular(path) as fh:
-        for lineno, data in enumerate(fh, start=1):
+        fh.seek(offset)
+        for data in fh:
+            lineno += 1
+            at, offset = offset, offset + len(data)
             unreported += len(data)
             if progress is not None and unreported >= PROGRESS_STEP:
                 progress(unreported)
@@ -151,18 +164,20 @@ def _read_lines(
                 problems.append(Problem(str(path), lineno, "invalid UTF-8, replaced"))
             if lineno == 1:
                 text = text.lstrip("\ufeff")
+            unfinished = not text.endswith("\n")
             text = text.rstrip("\r\n")
             if not text.strip():
                 continue
             try:
                 text, obj = redact_json_line(redact, text)
             except (ValueError, RecursionError) as exc:
-                problems.append(Problem(str(path), lineno, f"not valid JSON: {exc}"))
+                if not unfinished:
+                    problems.append(Problem(str(path), lineno, f"not valid JSON: {exc}"))
                 continue
             if not isinstance(obj, dict):
                 problems.append(Problem(str(path), lineno, "not a JSON object"))
                 continue
-            yield Line(lineno, text, obj)
+            yield Line(lineno, text, obj, at)
     if progress is not None and unreported:
         progress(unreported)
 
@@ -254,6 +269,17 @@ class _Cut:
     ai_title: str | None = None
 
 
+#: what a resumed read needs of the lines before it (the file's first values)
+_RESUME_FIELDS = (
+    "sub_mode",
+    "first_cwd",
+    "first_session",
+    "first_agent",
+    "summary_title",
+    "ai_title",
+)
+
+
 def _cut(lines: Iterator[Line], cut: _Cut, problems: list[Problem]) -> Iterator[Problem]:
     """Read every line into ``cut``: a prompt starts a group; every other line
     goes to the group of its parent uuid, else the latest prompt's."""
@@ -303,16 +329,29 @@ def _cut(lines: Iterator[Line], cut: _Cut, problems: list[Problem]) -> Iterator[
 
 
 def parse_file(
-    path: pathlib.Path, redact: Redact, progress: Progress | None = None
+    path: pathlib.Path,
+    redact: Redact,
+    progress: Progress | None = None,
+    resume: Resume | None = None,
 ) -> Iterator[Parsed]:
     """Yield turn records, Problems and SessionMeta for one Claude Code session file
-    (a main session file or a sub-agent file, either layout)."""
+    (a main session file or a sub-agent file, either layout), then where a later
+    import may resume: the start of its last turn. A resumed read starts there,
+    with the values the lines before gave (session, launch directory, titles);
+    a line after it whose parent is in an earlier turn goes to the re-read turn."""
     path = pathlib.Path(path)
     problems: list[Problem] = []
     layout = _subagent_layout(path)
     cut = _Cut(sub_mode=True if layout else None)
-    yield from _cut(_read_lines(path, redact, problems, progress), cut, problems)
+    if resume is not None:
+        for key in _RESUME_FIELDS:
+            if key in resume.state:
+                setattr(cut, key, resume.state[key])
+    yield from _cut(_read_lines(path, redact, problems, progress, resume), cut, problems)
     groups, preamble, sub_mode = cut.groups, cut.preamble, cut.sub_mode
+    last = next((g.prompt for g in reversed(groups) if g.prompt is not None), None)
+    state = {key: getattr(cut, key) for key in _RESUME_FIELDS}
+    after = Resume(last.offset, last.lineno, state) if last is not None else resume
 
     # A sub-agent whose prompt line is missing: its opening records make a turn.
     if sub_mode and any(ln.obj.get("type") == "assistant" for ln in preamble):
@@ -363,3 +402,4 @@ def parse_file(
         problems.clear()
         if turn is not None:
             yield turn
+    yield after if after is not None else Resume(0, 1, {})

@@ -158,6 +158,8 @@ class Line:
     lineno: int
     text: str
     obj: dict[str, Any]
+    #: the byte offset of the line in its file
+    offset: int = 0
 
 
 @dataclass
@@ -382,6 +384,7 @@ def build_turn(
             "file": str(path),
             "line": head.lineno,
             "end_line": raw_pairs[-1][0],
+            "offset": head.offset,
         },
         "steps": b.steps,
         "raw": [text for _, text in raw_pairs],

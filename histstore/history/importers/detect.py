@@ -32,31 +32,45 @@ def detect_file(path: Path) -> str | None:
     return None
 
 
-def expand(paths: list[Path], fmt: str | None = None) -> list[tuple[Path, str | None]]:
-    """Every file to import under ``paths`` with its format (None: not recognised).
-
-    A folder is searched for ``*.jsonl`` files (Claude Code's projects folder, one
-    project folder, or any folder of turn JSONL). A file named explicitly is read
-    whatever its extension.
-    """
+def check_format(fmt: str | None) -> None:
     if fmt is not None and fmt not in FORMATS:
         raise BadInput(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
-    out: list[tuple[Path, str | None]] = []
+
+
+def list_files(paths: list[Path]) -> list[tuple[Path, bool]]:
+    """Every file to import under ``paths``, resolved (the source of a turn
+    names its file the same whatever the cwd), with whether it was found in a
+    folder (True) or named (False). A folder is searched for ``*.jsonl``
+    files; a file named explicitly is taken whatever its extension."""
+    out: list[tuple[Path, bool]] = []
     seen: set[Path] = set()
     for p in paths:
         if not p.exists():
             raise NotFound(f"{p}: no such file or folder", hint="check the path to import")
-        p = p.resolve()  # the source of a turn names its file the same whatever the cwd
+        p = p.resolve()
         files = sorted(f for f in p.rglob("*.jsonl") if f.is_file()) if p.is_dir() else [p]
         for f in files:
             key = f.resolve()
-            if key in seen:
-                continue
-            seen.add(key)
-            if fmt is not None:
-                out.append((f, fmt))
-            elif f.stat().st_size == 0:
-                out.append((f, "claude-code" if p.is_dir() else None))
-            else:
-                out.append((f, detect_file(f)))
+            if key not in seen:
+                seen.add(key)
+                out.append((f, p.is_dir()))
     return out
+
+
+def format_of(path: Path, in_folder: bool, fmt: str | None = None) -> str | None:
+    """The format of one file: ``fmt`` when forced, else detected from its
+    first records (an empty file in a folder is an empty Claude Code session)."""
+    if fmt is not None:
+        return fmt
+    try:
+        if path.stat().st_size == 0:
+            return "claude-code" if in_folder else None
+    except OSError:
+        return None
+    return detect_file(path)
+
+
+def expand(paths: list[Path], fmt: str | None = None) -> list[tuple[Path, str | None]]:
+    """Every file to import under ``paths`` with its format (None: not recognised)."""
+    check_format(fmt)
+    return [(f, format_of(f, in_folder, fmt)) for f, in_folder in list_files(paths)]

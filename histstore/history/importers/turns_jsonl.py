@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from histstore.errors import BadInput
-from histstore.history.importers import PROGRESS_STEP, Parsed, Problem, Progress, Redact
+from histstore.history.importers import PROGRESS_STEP, Parsed, Problem, Progress, Redact, Resume
 from histstore.history.turn import normalize_turn
 from histstore.store.fsutil import open_regular
 from histstore.store.redact import redact_json_line
@@ -36,10 +36,21 @@ def parse_text(text: str, redact: Redact) -> dict[str, Any]:
     return normalize_turn(obj)
 
 
-def parse_file(path: Path, redact: Redact, progress: Progress | None = None) -> Iterator[Parsed]:
+def parse_file(
+    path: Path, redact: Redact, progress: Progress | None = None, resume: Resume | None = None
+) -> Iterator[Parsed]:
+    """Every line a turn. A last line without its newline is being written: it
+    is left for the next import (the resume point is its start)."""
     unreported = 0
+    offset = resume.offset if resume else 0
+    lineno = resume.line - 1 if resume else 0
     with open_regular(path) as f:
-        for lineno, raw in enumerate(f, 1):
+        f.seek(offset)
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                break  # unfinished: read again next time
+            lineno += 1
+            at, offset = offset, offset + len(raw)
             unreported += len(raw)
             if progress is not None and unreported >= PROGRESS_STEP:
                 progress(unreported)
@@ -54,8 +65,15 @@ def parse_file(path: Path, redact: Redact, progress: Progress | None = None) -> 
             except BadInput as e:
                 yield Problem(str(path), lineno, e.message)
                 continue
-            if turn.get("source") is None:
-                turn["source"] = {"format": FORMAT, "file": str(path), "line": lineno}
+            turn["source"] = {
+                **(turn.get("source") or {}),
+                "format": FORMAT,
+                "file": str(path),
+                "line": lineno,
+                "end_line": lineno,
+                "offset": at,
+            }
             yield turn
     if progress is not None and unreported:
         progress(unreported)
+    yield Resume(offset, lineno + 1, {})

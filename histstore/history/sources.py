@@ -1,0 +1,273 @@
+"""Where turns came from, beside the store: the source table.
+
+A turn object never holds the path it was imported from (format 2): the same
+record imported from any path, on any machine, is the same object. Where it
+came from is recorded here instead, in ``<store>/local/sources.sqlite``, a
+record of this machine that is never synced:
+
+* ``turns``: for each turn object, each file it was read from (path, format,
+  first and last line, byte offset of its first line), newest first;
+* ``files``: for each file imported, what it was when last read — device,
+  inode, size, modification time — and where a later import may resume: the
+  byte offset (and line) at which the file's last turn starts, the importer's
+  state there, and a blake3 of the bytes just before that offset, to check the
+  file was only appended to.
+
+So a re-import reads nothing of a file whose size, time and identity are
+unchanged, and only the tail of one that grew (see :func:`plan`). Losing the
+table loses no history: the next import reads every file again, and
+``hs show`` no longer says where a turn came from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from histstore.history.importers import Resume
+from histstore.store import fsutil
+from histstore.store.store import Store
+
+NAME = "sources.sqlite"
+#: how many bytes before the resume offset must be unchanged for an import to
+#: read only what follows (a file rewritten in place is read again whole)
+WINDOW = 64 * 1024
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS files(
+    path TEXT PRIMARY KEY,
+    format TEXT NOT NULL,
+    dev INTEGER NOT NULL,
+    ino INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    resume_offset INTEGER NOT NULL,
+    resume_line INTEGER NOT NULL,
+    resume_state TEXT NOT NULL,
+    window TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS turns(
+    object TEXT NOT NULL,
+    path TEXT NOT NULL,
+    format TEXT NOT NULL,
+    line INTEGER,
+    end_line INTEGER,
+    byte_offset INTEGER,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY(object, path)
+);
+CREATE INDEX IF NOT EXISTS turns_by_seq ON turns(object, seq);
+"""
+
+
+@dataclass(frozen=True)
+class FileState:
+    path: str
+    format: str
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    resume: Resume
+    window: str
+
+
+def window_digest(path: Path, offset: int) -> str:
+    """blake3 of the ``WINDOW`` bytes before ``offset`` (and the file's first
+    4 KiB), the check that a grown file was only appended to."""
+    h = blake3.blake3()
+    with fsutil.open_regular(path) as f:
+        h.update(f.read(min(offset, 4096)))
+        start = max(0, offset - WINDOW)
+        f.seek(start)
+        h.update(f.read(offset - start))
+    return str(h.hexdigest())
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:
+        return None
+
+
+class Sources:
+    """The source table of a store (opened on first use, created when written)."""
+
+    def __init__(self, store: Store) -> None:
+        self.path = store.root / "local" / NAME
+        self._conn: sqlite3.Connection | None = None
+        self._store = store
+
+    def key(self, path: Path) -> str:
+        """How a file is named in the table: its path as text (odd bytes spelled
+        ``\\xNN``), redacted like any text from outside."""
+        text = str(path)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = os.fsencode(text).decode("utf-8", "backslashreplace")
+        return self._store.redactor(text)
+
+    def _db(self, write: bool = False) -> sqlite3.Connection | None:
+        if self._conn is None:
+            if not self.path.exists():
+                if not write:
+                    return None
+                fsutil.make_dirs(self.path.parent)
+            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            if not fsutil.FSYNC:
+                self._conn.execute("PRAGMA synchronous = OFF")
+            self._conn.executescript(SCHEMA)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # ------------------------------------------------------------ files
+
+    def file_state(self, path: str) -> FileState | None:
+        try:
+            db = self._db()
+            if db is None:
+                return None
+            row = db.execute("SELECT * FROM files WHERE path = ?", (path,)).fetchone()
+        except sqlite3.DatabaseError:
+            return None  # a damaged table only costs reading the file again
+        if row is None:
+            return None
+        try:
+            state = json.loads(row[8])
+        except ValueError:
+            return None
+        return FileState(
+            row[0], row[1], row[2], row[3], row[4], row[5], Resume(row[6], row[7], state), row[9]
+        )
+
+    def known_format(self, path: Path) -> str | None:
+        """The format the file had when last imported (None: never imported)."""
+        known = self.file_state(self.key(path))
+        return known.format if known is not None else None
+
+    def plan(self, path: Path, fmt: str) -> Resume | bool | None:
+        """What an import must read of ``path``: ``False`` nothing (it is as it
+        was when last read), a :class:`Resume` only what follows it (it was
+        appended to), ``None`` all of it."""
+        known = self.file_state(self.key(path))
+        st = _stat(path)
+        if known is None or st is None or known.format != fmt:
+            return None
+        if (st.st_dev, st.st_ino) != (known.dev, known.ino) or st.st_size < known.size:
+            return None
+        if st.st_size == known.size and st.st_mtime_ns == known.mtime_ns:
+            return False
+        try:
+            if window_digest(path, known.resume.offset) != known.window:
+                return None
+        except OSError:
+            return None
+        return known.resume
+
+    def record_file(self, path: Path, fmt: str, resume: Resume, size: int) -> None:
+        """After an import read ``path`` to ``size`` bytes (and committed what
+        it found): remember the file and where to resume."""
+        st = _stat(path)
+        db = self._db(write=True)
+        if st is None or db is None:
+            return
+        try:
+            window = window_digest(path, resume.offset)
+        except OSError:
+            return
+        db.execute(
+            "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (
+                self.key(path),
+                fmt,
+                st.st_dev,
+                st.st_ino,
+                size,
+                st.st_mtime_ns,
+                resume.offset,
+                resume.line,
+                json.dumps(resume.state, sort_keys=True),
+                window,
+            ),
+        )
+
+    # ------------------------------------------------------------ turns
+
+    def record_turns(self, rows: list[tuple[str, dict[str, Any]]]) -> None:
+        """(turn object id, source) for each turn an import read."""
+        if not rows:
+            return
+        db = self._db(write=True)
+        if db is None:
+            return
+        with self._transaction(db):
+            seq = db.execute("SELECT coalesce(max(seq), 0) FROM turns").fetchone()[0]
+            for i, (object_id, src) in enumerate(rows, seq + 1):
+                db.execute(
+                    "INSERT OR REPLACE INTO turns VALUES (?,?,?,?,?,?,?)",
+                    (
+                        object_id,
+                        str(src.get("file") or ""),
+                        str(src.get("format") or ""),
+                        src.get("line"),
+                        src.get("end_line"),
+                        src.get("offset"),
+                        i,
+                    ),
+                )
+
+    def of(self, object_id: str) -> dict[str, Any] | None:
+        """Where a turn object was read from last: {format, file, line,
+        end_line, offset}, or None when no import of this store read it."""
+        try:
+            db = self._db()
+            if db is None:
+                return None
+            row = db.execute(
+                "SELECT format, path, line, end_line, byte_offset FROM turns"
+                " WHERE object = ? ORDER BY seq DESC LIMIT 1",
+                (object_id,),
+            ).fetchone()
+        except sqlite3.DatabaseError:
+            return None
+        if row is None:
+            return None
+        return {
+            "format": row[0],
+            "file": row[1],
+            "line": row[2],
+            "end_line": row[3],
+            "offset": row[4],
+        }
+
+    def all_turns(self) -> Iterator[tuple[str, str]]:
+        """(object, path) of every row (for fsck and gc)."""
+        db = self._db()
+        if db is None:
+            return
+        yield from db.execute("SELECT object, path FROM turns")
+
+    @contextlib.contextmanager
+    def _transaction(self, db: sqlite3.Connection) -> Iterator[None]:
+        db.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
