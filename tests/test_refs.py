@@ -199,3 +199,77 @@ def test_operations_after_reads_back_from_the_end(tmp_path: Path) -> None:
     assert refs.operations_after(ops[4].op) == []
     assert refs.operations_after("0" * 16) is None
     assert len(refs.operations_after(None) or []) == 5
+
+
+# --------------------------------------------------------------- packed refs
+
+
+def many(n: int, value: str, prefix: str = "sessions/s") -> list[RefChange]:
+    return [RefChange(f"{prefix}{i:03d}", None, value) for i in range(n)]
+
+
+def test_a_bulk_operation_writes_packed_refs_not_a_file_per_ref(tmp_path: Path) -> None:
+    refs = RefStore(tmp_path)
+    refs.apply(many(40, A), "import")
+    assert (tmp_path / "packed-refs").is_file()
+    assert not (tmp_path / "refs" / "sessions").exists() or not any(
+        (tmp_path / "refs" / "sessions").iterdir()
+    )
+    assert refs.read("sessions/s007") == A
+    assert len(refs.list_refs("sessions/")) == 40
+    # a small operation after it: a loose file, which wins over the packed line
+    refs.apply([RefChange("sessions/s007", A, B)], "record")
+    assert (tmp_path / "refs" / "sessions" / "s007").is_file()
+    assert refs.read("sessions/s007") == B and refs.list_refs()["sessions/s007"] == B
+    # deleting a packed ref takes it out of packed-refs
+    refs.apply([RefChange("sessions/s008", A, None)], "undo")
+    assert refs.read("sessions/s008") is None and "sessions/s008" not in refs.list_refs()
+    assert "sessions/s008" not in (tmp_path / "packed-refs").read_text()
+
+
+def test_packing_moves_every_loose_ref_into_one_file_and_changes_no_value(
+    tmp_path: Path,
+) -> None:
+    refs = RefStore(tmp_path)
+    for i in range(5):
+        refs.apply([RefChange(f"sessions/x{i}", None, A)], "record")
+    refs.apply([RefChange("overlay/t~u", None, B)], "forget")
+    before = refs.list_refs()
+    assert refs.pack() == 6
+    assert refs.list_refs() == before
+    assert [p for p in (tmp_path / "refs").rglob("*") if p.is_file()] == []
+    assert RefStore(tmp_path).read("overlay/t~u") == B
+
+
+def test_a_ref_and_a_folder_of_refs_conflict_across_packed_and_loose(tmp_path: Path) -> None:
+    refs = RefStore(tmp_path)
+    refs.apply(many(20, A, "remotes/o/sessions/s"), "push")
+    with pytest.raises(Conflict):
+        refs.apply([RefChange("remotes/o/sessions/s001/x", None, B)], "push")
+    refs.apply([RefChange("remotes/o/x/y", None, B)], "push")
+    refs.pack()
+    with pytest.raises(Conflict):
+        refs.apply([RefChange("remotes/o/x", None, B)], "push")
+
+
+def test_a_crash_after_packed_refs_before_the_loose_files_go_rolls_forward(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bulk write's loose files (older values) still there: the refs read as
+    before the operation, and the next writer completes it."""
+    refs = RefStore(tmp_path)
+    refs.apply([RefChange(f"sessions/s{i:03d}", None, A) for i in range(3)], "record")
+    real = RefStore._write_ref
+
+    def crash(self: RefStore, name: str, value: str | None, *, sync: bool) -> None:
+        raise KeyboardInterrupt  # dies once packed-refs is written
+
+    monkeypatch.setattr(RefStore, "_write_ref", crash)
+    change = [RefChange(f"sessions/s{i:03d}", A if i < 3 else None, B) for i in range(30)]
+    with pytest.raises(KeyboardInterrupt):
+        refs.apply(change, "import")
+    monkeypatch.setattr(RefStore, "_write_ref", real)
+    fresh = RefStore(tmp_path)
+    assert fresh.read("sessions/s000") == A  # the loose file of before still wins
+    assert fresh.recover() is not None
+    assert set(fresh.list_refs().values()) == {B} and len(fresh.list_refs()) == 30

@@ -31,7 +31,7 @@ from typing import Any
 from histstore.errors import BadInput, Conflict, CorruptStore
 from histstore.store.clock import now_rfc3339
 from histstore.store.codec import canonical_json, is_object_id
-from histstore.store.fsutil import append_line, atomic_write, fsync_dir, fsync_file, sync_filesystem
+from histstore.store.fsutil import append_line, atomic_write, fsync_dir
 from histstore.store.kinds import TURN_SEPARATOR
 from histstore.store.oplog import LogLine, Operation, RefChange, newest_first, one_line, read_log
 
@@ -47,6 +47,9 @@ MAX_COMPONENT = 128
 #: temporary name of an atomic write within the usual 255-byte limit
 MAX_FILE_NAME = 200
 MAX_NAME = 255
+#: refs.packed: every ref at its last bulk write or gc (a loose file wins over it)
+PACKED_NAME = "packed-refs"
+PACKED_HEADER = b"# hs packed-refs 1"
 NAMESPACES = ("sessions", "memory", "overlay", "remotes", "heads")
 #: the kind of object a ref of each namespace points at
 KIND_OF_NAMESPACE = {"sessions": "session", "memory": "memrev", "overlay": "marker"}
@@ -119,6 +122,8 @@ class RefStore:
         self.refs_dir = root / "refs"
         self.log_path = root / "refs.log"
         self.applied_path = root / "refs.applied"
+        self.packed_path = root / PACKED_NAME
+        self._packed: tuple[tuple[int, int, int], dict[str, str]] | None = None
 
     # ---------------------------------------------------------------- reading
 
@@ -126,8 +131,8 @@ class RefStore:
         return self.refs_dir.joinpath(*map(_file_name, check_ref_name(name).split("/")))
 
     def _check_free(self, name: str) -> None:
-        """A ref cannot be both a file and a folder (``remotes/o/x`` and
-        ``remotes/o/x/y``): refused before anything is logged."""
+        """A ref cannot be both a ref and a folder of refs (``remotes/o/x`` and
+        ``remotes/o/x/y``), loose or packed: refused before anything is logged."""
         path = self._path(name)
         if path.is_dir():
             raise Conflict(f"ref {name} cannot be created: refs exist below it")
@@ -136,20 +141,107 @@ class RefStore:
                 break
             if parent.is_file():
                 raise Conflict(f"ref {name} cannot be created: a ref exists at {parent.name}")
+        packed = self.packed()
+        parts = name.split("/")
+        if any("/".join(parts[:i]) in packed for i in range(2, len(parts))):
+            raise Conflict(f"ref {name} cannot be created: a ref exists above it")
+        below = name + "/"
+        if any(k.startswith(below) for k in packed):
+            raise Conflict(f"ref {name} cannot be created: refs exist below it")
 
     def read(self, name: str) -> str | None:
+        """A ref's value: its loose file, else its line in ``packed-refs``."""
+        path = self._path(name)
         try:
-            value = self._path(name).read_text("ascii").strip()
+            value = path.read_text("ascii").strip()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None  # no ref of that name (refs below it, or one above it)
+            return self.packed().get(name)  # (refs below it, or one above it: none)
         except UnicodeDecodeError:
             raise CorruptStore(f"ref {name} does not hold an object id") from None
         if not is_object_id(value):
             raise CorruptStore(f"ref {name} does not hold an object id")
         return value
 
+    # ---------------------------------------------------------------- packed
+
+    def packed(self) -> dict[str, str]:
+        """Every ref of ``packed-refs``, name -> id (read again only when the
+        file changed). A line that is not ``<id> <name>`` is damage."""
+        try:
+            st = os.stat(self.packed_path)
+        except FileNotFoundError:
+            self._packed = None
+            return {}
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if self._packed is not None and self._packed[0] == key:
+            return self._packed[1]
+        out: dict[str, str] = {}
+        try:
+            data = self.packed_path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        lines = data.split(b"\n")
+        if not lines or lines[0] != PACKED_HEADER:
+            raise CorruptStore(f"{self.packed_path} is not a packed-refs file", hint="run hs fsck")
+        for n, raw in enumerate(lines[1:], 2):
+            if not raw:
+                continue
+            value, _, name = raw.decode("ascii", "replace").partition(" ")
+            if not is_object_id(value) or not name:
+                raise CorruptStore(
+                    f"{self.packed_path} line {n} is not '<id> <ref>'", hint="run hs fsck"
+                )
+            out[name] = value
+        self._packed = (key, out)
+        return out
+
+    def _write_packed(self, updates: dict[str, str | None]) -> None:
+        """``packed-refs`` with ``updates`` applied (None deletes), written whole
+        through the one write path."""
+        refs = dict(self.packed())
+        for name, value in updates.items():
+            if value is None:
+                refs.pop(name, None)
+            else:
+                refs[name] = value
+        body = b"".join(f"{v} {k}\n".encode("ascii") for k, v in sorted(refs.items()))
+        atomic_write(self.packed_path, PACKED_HEADER + b"\n" + body)
+        self._packed = None
+
+    def pack(self) -> int:
+        """Every loose ref into ``packed-refs`` (lock held; ``hs gc``): the new
+        file first, then the loose files it holds; returns how many moved."""
+        loose = self._loose("")
+        if not loose:
+            return 0
+        self._write_packed(dict(loose))
+        for name, value in loose.items():
+            if self.packed().get(name) == value:
+                with contextlib.suppress(FileNotFoundError):
+                    self._path(name).unlink()
+        self._prune_dirs()
+        return len(loose)
+
+    def _prune_dirs(self) -> None:
+        """Remove the folders packing left empty (below refs/<namespace>/)."""
+        for dirpath, dirs, files in os.walk(self.refs_dir, topdown=False):
+            d = Path(dirpath)
+            if d.parent == self.refs_dir or d == self.refs_dir:
+                continue  # keep refs/<namespace>/ itself
+            if not dirs and not files:
+                with contextlib.suppress(OSError):
+                    d.rmdir()
+
     def list_refs(self, prefix: str = "") -> dict[str, str]:
-        """Every ref whose name starts with ``prefix`` -> its id, sorted by name."""
+        """Every ref whose name starts with ``prefix`` -> its id, sorted by name:
+        the loose ones (read first, so a loose file removed by packing is then
+        found packed), over those of ``packed-refs``."""
+        loose = self._loose(prefix)
+        out = {k: v for k, v in self.packed().items() if k.startswith(prefix)}
+        out.update(loose)
+        return dict(sorted(out.items()))
+
+    def _loose(self, prefix: str) -> dict[str, str]:
         out: dict[str, str] = {}
         base = self.refs_dir
         # walk only the folder the prefix's whole components name (overlay/: not
@@ -169,7 +261,7 @@ class RefStore:
                 with contextlib.suppress(FileNotFoundError):
                     data = (Path(dirpath) / fname).read_bytes()
                     out[rel] = data.decode("ascii", "replace").strip()
-        return dict(sorted(out.items()))
+        return out
 
     def read_log(self) -> Iterator[LogLine]:
         """Every line of the refs log, oldest first; bad lines come with an error."""
@@ -218,18 +310,28 @@ class RefStore:
         atomic_write(path, (value + "\n").encode("ascii"), sync=sync, sync_dir=False)
 
     def _apply_changes(self, op: Operation, before_done: Callable[[], None] | None = None) -> None:
-        # Many refs (an import touching thousands of sessions): write them all,
-        # then flush the filesystem once. Few refs: fsync each file. Either way
-        # each directory touched is fsynced before refs.applied says "done".
+        # Many refs (an import touching thousands of sessions): one rewrite of
+        # packed-refs (one fsync), then the loose files of those refs go (a
+        # crash between leaves the old loose values, so the operation reads as
+        # not applied, and its roll-forward does it again). Few refs: a loose
+        # file each, fsynced. A ref deleted that packed-refs holds rewrites it.
+        # Either way each directory touched is fsynced before refs.applied
+        # says "done".
         bulk = len(op.changes) > self.BULK
         dirs: set[Path] = set()
-        for c in op.changes:
-            self._write_ref(c.ref, c.new, sync=not bulk)
-            dirs.add(self._path(c.ref).parent)
-        if bulk and not sync_filesystem(self.root):
+        packed = self.packed()
+        if bulk:
+            self._write_packed({c.ref: c.new for c in op.changes})
             for c in op.changes:
-                if c.new is not None:
-                    fsync_file(self._path(c.ref))
+                self._write_ref(c.ref, None, sync=False)
+                dirs.add(self._path(c.ref).parent)
+        else:
+            gone = {c.ref: None for c in op.changes if c.new is None and c.ref in packed}
+            if gone:
+                self._write_packed(dict(gone))
+            for c in op.changes:
+                self._write_ref(c.ref, c.new, sync=True)
+                dirs.add(self._path(c.ref).parent)
         for d in dirs:
             if d.is_dir():
                 fsync_dir(d)
