@@ -10,6 +10,7 @@ from pathlib import Path
 from helpers import HS, turn_record
 
 from histstore.ops.fsck import fsck
+from histstore.store.packs import Pack
 from histstore.store.store import Store
 
 
@@ -116,7 +117,7 @@ def test_broken_pack_index_is_a_finding_not_a_crash(
     assert "Traceback" not in r.stderr + r.stdout
 
 
-def test_pack_without_index_is_a_warning_repair_removes(hs: HS, store_path: Path) -> None:
+def test_junk_pack_without_index_is_a_warning_repair_keeps_it(hs: HS, store_path: Path) -> None:
     setup(hs)
     (store_path / "objects" / "pack").mkdir(exist_ok=True)
     orphan = store_path / "objects" / "pack" / "pack-abc.pack"
@@ -125,8 +126,87 @@ def test_pack_without_index_is_a_warning_repair_removes(hs: HS, store_path: Path
     assert findings(store_path) == []
     os.utime(orphan, (time.time() - 7200, time.time() - 7200))
     assert [(s, c) for s, c, _ in findings(store_path)] == [("warning", "pack")]
-    assert hs("fsck", "--repair").exit_code == 0
-    assert findings(store_path) == []
+    r = hs("fsck", "--repair")
+    assert r.exit_code == 0, r.stderr
+    assert "holds no readable object (not a pack of this format); left in place" in r.stdout
+    assert orphan.exists(), "repair never deletes a pack"
+
+
+def _imported_pack(hs: HS, store_path: Path, tmp_path: Path) -> tuple[Path, list[str]]:
+    hs("init")
+    recs = [turn_record(i) for i in range(1, 41)]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert hs("import", str(path)).exit_code == 0
+    turns = [t["object"] for t in hs.json_lines("log", "--json", "-n", "100")]
+    assert len(turns) == 40
+    (idx,) = (store_path / "objects" / "pack").glob("pack-*.idx")
+    return idx, turns
+
+
+def test_repair_reindexes_a_pack_whose_index_went_missing(
+    hs: HS, store_path: Path, tmp_path: Path
+) -> None:
+    """Format 1 deleted such a pack ("removed a pack with no index") though refs
+    reached its objects: history gone even once the index was put back."""
+    idx, turns = _imported_pack(hs, store_path, tmp_path)
+    saved = idx.read_bytes()
+    idx.rename(tmp_path / "away.idx")
+    pack = idx.with_suffix(".pack")
+    os.utime(pack, (time.time() - 7200, time.time() - 7200))
+    r = hs("fsck")
+    assert r.exit_code == 7 and "missing" in r.stderr
+    r = hs("fsck", "--repair")
+    assert "rebuilt its index from its frames" in r.stdout, r.stdout + r.stderr
+    assert pack.exists()
+    assert idx.read_bytes() == saved, "the rebuilt index is the one that was lost"
+    r = hs("fsck")
+    assert r.exit_code == 0 and r.stdout.strip() == "ok: the store is consistent"
+    assert [t["object"] for t in hs.json_lines("log", "--json", "-n", "100")] == turns
+
+
+def test_repair_rebuilds_a_damaged_index_and_keeps_the_pack(
+    hs: HS, store_path: Path, tmp_path: Path
+) -> None:
+    idx, turns = _imported_pack(hs, store_path, tmp_path)
+    data = bytearray(idx.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    idx.write_bytes(bytes(data))
+    r = hs("fsck")
+    assert r.exit_code == 7 and "pack index checksum mismatch" in r.stderr
+    r = hs("fsck", "--repair")
+    assert "rebuilt its index" in r.stdout
+    assert hs("fsck").exit_code == 0
+    assert len(hs.json_lines("log", "--json", "-n", "100")) == len(turns)
+
+
+def test_a_pack_whose_file_is_gone_is_reported_with_what_it_held(
+    hs: HS, store_path: Path, tmp_path: Path
+) -> None:
+    idx, _ = _imported_pack(hs, store_path, tmp_path)
+    idx.with_suffix(".pack").unlink()
+    r = hs("fsck", "--repair")
+    assert r.exit_code == 7
+    assert "its pack file is missing; it held " in r.stderr
+    assert idx.exists(), "the index is what tells what was lost: kept"
+
+
+def test_repair_walks_past_a_damaged_frame(hs: HS, store_path: Path, tmp_path: Path) -> None:
+    idx, _ = _imported_pack(hs, store_path, tmp_path)
+    pack = idx.with_suffix(".pack")
+    held = Pack(idx).n
+    idx.unlink()
+    data = bytearray(pack.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    pack.write_bytes(bytes(data))
+    r = hs("fsck", "--repair")
+    assert "rebuilt its index from its frames" in r.stdout
+    assert "held no whole object" in r.stdout
+    # every other object is back under a new name; the damaged one is missing
+    (new_idx,) = (store_path / "objects" / "pack").glob("pack-*.idx")
+    assert new_idx != idx and Pack(new_idx).n == held - 1
+    r = hs("fsck")
+    assert r.exit_code == 7 and "missing" in r.stderr
 
 
 def test_malformed_session_object_is_found(hs: HS, store_path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from histstore.errors import Ambiguous, BadInput, CorruptObject, NotFound
+from histstore.store import packs, repack
 from histstore.store.codec import hash_object
 from histstore.store.objectstore import DiskObjectStore, MemoryObjectStore, ObjectStore
 
@@ -164,3 +165,134 @@ def test_unfinished_pack_is_invisible(tmp_path: Path) -> None:
     assert t.count() == 0
     b.abort()
     assert not list((tmp_path / "objects" / "pack").glob("*"))
+
+
+def _turnish(i: int) -> bytes:
+    """Records alike the way turn records are: same fields, other values."""
+    return (
+        f'{{"asked":"please fix the failing test number {i} in tests/test_{i % 7}.py",'
+        f'"steps":[{{"tool":"Bash","input":{{"command":"pytest -q tests/test_{i % 7}.py"}}}}],'
+        f'"answered":"done: test {i} passes now","model":"a-model","turn":"t{i}"}}'
+    ).encode()
+
+
+def _dict_pack(tmp_path: Path, n: int = 400) -> tuple[DiskObjectStore, list[str]]:
+    s = DiskObjectStore(tmp_path / "objects")
+    with s.batch() as b:
+        ids = [b.put("turn", _turnish(i)) for i in range(n)]
+    written = repack.write_pack(s, ids)
+    assert written is not None and written.objects == n
+    for p in s.packs():
+        if p.name != written.name:
+            repack.remove_pack(p)
+    return DiskObjectStore(tmp_path / "objects"), ids
+
+
+def test_repacked_pack_shares_a_dictionary_and_reads_back(tmp_path: Path) -> None:
+    s, ids = _dict_pack(tmp_path)
+    (pack,) = s.packs()
+    assert pack.dictionary, "400 alike records train a dictionary"
+    for i, oid in enumerate(ids):
+        assert s.get(oid) == ("turn", _turnish(i))
+    # the dictionary pays for itself: frames are smaller than level-3 frames alone
+    plain = DiskObjectStore(tmp_path / "plain")
+    with plain.batch() as b:
+        for i in range(400):
+            b.put("turn", _turnish(i))
+    (plain_pack,) = plain.packs()
+    frames = sum(length for _, _, length in pack.entries())
+    plain_frames = sum(length for _, _, length in plain_pack.entries())
+    assert frames < plain_frames / 2
+
+
+def test_few_objects_get_no_dictionary(tmp_path: Path) -> None:
+    s = DiskObjectStore(tmp_path / "objects")
+    ids = [s.put("blob", f"small {i}".encode()) for i in range(5)]
+    written = repack.write_pack(s, ids)
+    assert written is not None
+    (pack,) = s.packs()
+    assert pack.dictionary == b""
+    assert [s.get(i)[1] for i in ids] == [f"small {i}".encode() for i in range(5)]
+
+
+def test_truncated_dictionary_is_a_bad_pack(tmp_path: Path) -> None:
+    s, ids = _dict_pack(tmp_path)
+    (pack,) = s.packs()
+    s.close()
+    path = pack.pack_path
+    data = path.read_bytes()
+    path.write_bytes(data[: len(packs.PACK_MAGIC) + 4 + 10])
+    t = DiskObjectStore(tmp_path / "objects")
+    assert t.bad_packs and "dictionary" in next(iter(t.bad_packs.values()))
+    with pytest.raises(NotFound):
+        t.get(ids[0])
+
+
+def test_format_1_pack_is_not_read_as_format_2(tmp_path: Path) -> None:
+    s, _ = _dict_pack(tmp_path)
+    (pack,) = s.packs()
+    s.close()
+    data = pack.pack_path.read_bytes()
+    pack.pack_path.write_bytes(b"HSPACK\x00\x01" + data[len(packs.PACK_MAGIC) :])
+    t = DiskObjectStore(tmp_path / "objects")
+    assert "not a pack of this format" in next(iter(t.bad_packs.values()))
+
+
+def _many_packs(tmp_path: Path, count: int) -> tuple[DiskObjectStore, list[str]]:
+    s = DiskObjectStore(tmp_path / "objects")
+    ids: list[str] = []
+    for k in range(count):
+        with s.batch() as b:
+            ids += [b.put("blob", f"pack {k} object {i}".encode()) for i in range(40)]
+    return s, ids
+
+
+def test_multi_pack_index_finds_every_object(tmp_path: Path) -> None:
+    s, ids = _many_packs(tmp_path, 6)
+    repack.write_midx(s, s.packs())
+    t = DiskObjectStore(tmp_path / "objects")
+    midx = t.multi_pack_index()
+    assert midx is not None and len(midx.packs) == 6 and midx.n == len(ids)
+    assert sorted(t.iter_ids()) == sorted(ids)
+    for oid in ids:
+        assert t.has(oid)
+    assert list(t.find_prefix(ids[0][:6])) == [i for i in sorted(ids) if i.startswith(ids[0][:6])]
+    # a pack written after the index is still found, searched on its own
+    with t.batch() as b:
+        late = [b.put("blob", f"late {i}".encode()) for i in range(40)]
+    u = DiskObjectStore(tmp_path / "objects")
+    assert all(u.has(oid) for oid in late)
+    assert u.count() == len(ids) + len(late)
+
+
+def test_damaged_multi_pack_index_falls_back_to_each_pack(tmp_path: Path) -> None:
+    s, ids = _many_packs(tmp_path, 3)
+    repack.write_midx(s, s.packs())
+    s.close()
+    path = tmp_path / "objects" / "pack" / packs.MIDX_NAME
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    t = DiskObjectStore(tmp_path / "objects")
+    assert t.bad_midx == "multi-pack index checksum mismatch"
+    assert all(t.get(oid)[0] == "blob" for oid in ids)
+
+
+def test_removed_pack_in_the_multi_pack_index_reads_as_missing_until_rescan(
+    tmp_path: Path,
+) -> None:
+    """gc writes the new index before it removes a pack; a reader holding the
+    old one misses the removed pack's objects only if they are gone, and a
+    rescan finds them where they went."""
+    s, ids = _many_packs(tmp_path, 2)
+    repack.write_midx(s, s.packs())
+    reader = DiskObjectStore(tmp_path / "objects")
+    assert reader.get(ids[0])[0] == "blob"
+    written = repack.write_pack(s, ids)
+    assert written is not None
+    new = [p for p in s.packs() if p.name == written.name]
+    repack.write_midx(s, new)
+    for p in s.packs():
+        if p.name != written.name:
+            repack.remove_pack(p)
+    assert all(reader.get(oid)[0] == "blob" for oid in ids)

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError
+from histstore.store import packs, repack
 from histstore.store.codec import is_object_id
+from histstore.store.fsutil import atomic_write, fsync_dir
 from histstore.store.kinds import MemRev, Ref, SessionRev, parse
 from histstore.store.objectstore import DiskObjectStore
 from histstore.store.refs import KIND_OF_NAMESPACE, check_ref_name
@@ -78,26 +80,92 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _held(idx_path: Path) -> str:
+    """What a damaged pack's index says the pack held, for the report."""
+    try:
+        data = idx_path.read_bytes()
+        ids = [
+            data[at : at + 32].hex()
+            for at in range(packs.IDX_HEAD, len(data) - 32 - packs.REC_SIZE + 1, packs.REC_SIZE)
+        ]
+    except OSError:
+        return "what it held is not known (its index is unreadable)"
+    if not ids:
+        return "what it held is not known"
+    shown = ", ".join(i[:12] for i in ids[:5]) + (", ..." if len(ids) > 5 else "")
+    return f"it held {len(ids)} object{'s' if len(ids) != 1 else ''} ({shown})"
+
+
+def reindex(objects: DiskObjectStore, pack_path: Path) -> Finding:
+    """Rebuild a pack's index by walking its frames (``hs fsck --repair``): the
+    pack is kept whatever its state, and every whole object in it is found
+    again. The index is named after its records, so a pack whose walk found
+    fewer objects than it was named for is renamed to match first."""
+    try:
+        walked = packs.walk(pack_path)
+    except CorruptObject as e:
+        walked = packs.Walked()
+        why = e.reason
+    else:
+        why = "no whole frame"
+    if not walked.records:
+        # nothing in it can be read, so nothing a ref reaches is lost by it;
+        # still it is not this check's to delete
+        msg = f"holds no readable object ({why}); left in place, remove it by hand"
+        return warning("pack", msg, pack_path.name)
+    name, body = packs.index_bytes(walked.records)
+    target = pack_path.with_name(f"pack-{name}.pack")
+    if target != pack_path:
+        os.replace(pack_path, target)
+        fsync_dir(target.parent)
+    atomic_write(target.with_suffix(".idx"), body)
+    stale = pack_path.with_suffix(".idx")
+    if target != pack_path:
+        stale.unlink(missing_ok=True)
+    objects.forget_bad(stale.name)
+    objects._scan_packs()
+    n = len(walked.records)
+    msg = f"rebuilt its index from its frames ({n} object{'s' if n != 1 else ''})"
+    if walked.damaged:
+        lost = sum(b - a for a, b in walked.damaged)
+        msg += f"; {lost} bytes in {len(walked.damaged)} places held no whole object"
+    return warning("pack", msg, target.name)
+
+
 def check_packs(objects: DiskObjectStore, *, repair: bool) -> list[Finding]:
-    """Pack indexes readable and whole; packs a stopped import left behind."""
+    """Pack indexes readable and whole; packs without one. Repair re-indexes a
+    pack from its frames and never deletes one: what a ref reaches may be in it."""
     out: list[Finding] = []
-    packs = objects.packs()
+    packs_now = objects.packs()
     for name, reason in sorted(objects.bad_packs.items()):
-        out.append(error("pack", reason, name))
-    for pack in packs:
-        if not pack.verify_index():
-            out.append(error("pack", "pack index checksum mismatch", pack.idx_path.name))
-    for orphan in sorted(objects.pack_dir.glob("pack-*.pack")):
-        if orphan.with_suffix(".idx").exists() or not _older_than(orphan, ORPHAN_AGE):
-            continue
-        # a crash after the pack was renamed, before its index was written:
-        # nothing points at its objects (the import never committed)
-        if repair:
-            with contextlib.suppress(FileNotFoundError):
-                orphan.unlink()
-            out.append(warning("pack", "removed a pack with no index", orphan.name))
+        pack_path = (objects.pack_dir / name).with_suffix(".pack")
+        if repair and pack_path.exists():
+            out.append(reindex(objects, pack_path))
         else:
-            out.append(warning("pack", "a pack with no index (a stopped import)", orphan.name))
+            held = _held(objects.pack_dir / name)
+            out.append(error("pack", f"{reason}; {held}", name))
+    for pack in packs_now:
+        if not pack.verify_index():
+            if repair:
+                out.append(reindex(objects, pack.pack_path))
+            else:
+                out.append(error("pack", "pack index checksum mismatch", pack.idx_path.name))
+    if objects.bad_midx is not None:
+        if repair:
+            repack.write_midx(objects, objects.packs())
+            out.append(warning("pack", f"rewrote the multi-pack index ({objects.bad_midx})"))
+        else:
+            out.append(error("pack", objects.bad_midx, packs.MIDX_NAME))
+    for orphan in sorted(objects.pack_dir.glob("pack-*.pack")):
+        if orphan.with_suffix(".idx").exists():
+            continue
+        if repair:
+            out.append(reindex(objects, orphan))
+        elif _older_than(orphan, ORPHAN_AGE):
+            # young, it may be an import between its pack and its index
+            out.append(
+                warning("pack", "a pack with no index: `hs fsck --repair` rebuilds it", orphan.name)
+            )
     for tmp in sorted(objects.pack_dir.glob("tmp-*.pack")):
         word = tmp.name.split("-")[1]
         if word.isdigit() and _pid_alive(int(word)):

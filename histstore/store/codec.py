@@ -128,30 +128,44 @@ class Codec:
         """The frame stored on disk: header and payload as one zstd frame."""
         return bytes(self._c.compress(header(kind, len(payload)) + payload))
 
-    def decode(self, object_id: str, frame: bytes) -> tuple[str, bytes]:
-        """Decompress a frame, parse its header, re-hash: (kind, payload) or CorruptObject."""
+    def decode(
+        self,
+        object_id: str,
+        frame: bytes,
+        decompressor: zstandard.ZstdDecompressor | None = None,
+    ) -> tuple[str, bytes]:
+        """Decompress a frame (with its pack's dictionary's ``decompressor``,
+        when it has one), parse its header, re-hash: (kind, payload) or
+        CorruptObject."""
+        d = decompressor if decompressor is not None else self._d
         try:
             if zstandard.frame_content_size(frame) == -1:
                 # a valid frame written without its content size (by a streaming writer)
-                data = self._d.decompressobj().decompress(frame)
+                data = d.decompressobj().decompress(frame)
             else:
-                data = self._d.decompress(frame)
+                data = d.decompress(frame)
         except zstandard.ZstdError as e:
             raise CorruptObject(object_id, f"cannot decompress ({e})") from None
-        nul = data.find(b"\0", 0, 32)
-        if nul < 0:
-            raise CorruptObject(object_id, "no header")
-        try:
-            kind_b, size_b = data[:nul].split(b" ")
-            kind, size = kind_b.decode("ascii"), int(size_b)
-        except (ValueError, UnicodeDecodeError):
-            raise CorruptObject(object_id, "bad header") from None
-        payload = data[nul + 1 :]
-        if kind not in KINDS or size != len(payload):
-            raise CorruptObject(object_id, "bad header")
-        if str(blake3.blake3(data).hexdigest()) != object_id:
-            raise CorruptObject(object_id, "content does not match its id")
-        return kind, payload
+        return verify(object_id, data)
+
+
+def verify(object_id: str, data: bytes) -> tuple[str, bytes]:
+    """An object's header and payload, re-hashed against its id: (kind,
+    payload) or CorruptObject."""
+    nul = data.find(b"\0", 0, 32)
+    if nul < 0:
+        raise CorruptObject(object_id, "no header")
+    try:
+        kind_b, size_b = data[:nul].split(b" ")
+        kind, size = kind_b.decode("ascii"), int(size_b)
+    except (ValueError, UnicodeDecodeError):
+        raise CorruptObject(object_id, "bad header") from None
+    payload = data[nul + 1 :]
+    if kind not in KINDS or size != len(payload):
+        raise CorruptObject(object_id, "bad header")
+    if str(blake3.blake3(data).hexdigest()) != object_id:
+        raise CorruptObject(object_id, "content does not match its id")
+    return kind, payload
 
 
 def decode_json(object_id: str, payload: bytes) -> Any:

@@ -16,12 +16,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from histstore.errors import Ambiguous, BadInput, CorruptObject, NotFound
 from histstore.store.codec import Codec, check_id, hash_object, is_id_prefix
 from histstore.store.fsutil import atomic_write, fsync
-from histstore.store.packs import PACK_MAGIC, Pack, index_bytes
+from histstore.store.packs import MIDX_NAME, MultiPackIndex, Pack, index_bytes, pack_header
 
 
 class Batch(ABC):
@@ -168,55 +168,115 @@ class _MemoryBatch(Batch):
 
 
 class DiskObjectStore(ObjectStore):
-    """Loose objects under ``objects/xx/`` and packs under ``objects/pack/``."""
+    """Loose objects under ``objects/xx/`` and packs under ``objects/pack/``,
+    found through the multi-pack index first (when ``hs gc`` wrote one), then
+    the packs it does not cover, then the loose objects."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.pack_dir = root / "pack"
         self.codec = Codec()
-        self._packs: dict[str, Pack] = {}
+        self._packs: dict[str, Pack] = {}  # pack-<name> -> its pack
         self.bad_packs: dict[str, str] = {}  # index file name -> what is wrong with it
+        self._midx: MultiPackIndex | None = None
+        self._midx_key: tuple[int, int, int] | None = None
+        self.bad_midx: str | None = None
         self._scan_packs()
 
     def close(self) -> None:
         for p in self._packs.values():
             p.close()
         self._packs = {}
+        if self._midx is not None:
+            self._midx.close()
+            self._midx = None
 
     def _scan_packs(self) -> bool:
-        """Open packs that appeared since the last scan. True if any did.
-        Called when a lookup misses and when a batch starts or adds a pack."""
+        """Open packs (and the multi-pack index) that appeared since the last
+        scan. True if any did. Called when a lookup misses and when a batch
+        starts or adds a pack."""
         if not self.pack_dir.is_dir():
             return False
-        added = False
+        added = self._scan_midx()
         for idx in sorted(self.pack_dir.glob("pack-*.idx")):
-            if idx.name not in self._packs and idx.name not in self.bad_packs:
+            if idx.stem not in self._packs and idx.name not in self.bad_packs:
                 try:
-                    self._packs[idx.name] = Pack(idx)
+                    self._packs[idx.stem] = Pack(idx)
                     added = True
                 except CorruptObject as e:
                     # unreadable: its objects read as missing, and fsck reports it
                     self.bad_packs[idx.name] = e.reason
-                except FileNotFoundError:  # pragma: no cover - a racing gc
+                except FileNotFoundError:  # a racing gc removed it
                     continue
         return added
+
+    def _scan_midx(self) -> bool:
+        path = self.pack_dir / MIDX_NAME
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            changed = self._midx is not None
+            self._midx, self._midx_key = None, None
+            return changed
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if key == self._midx_key:
+            return False
+        self._midx_key = key
+        try:
+            self._midx = MultiPackIndex(path)
+            self.bad_midx = None
+        except (CorruptObject, FileNotFoundError) as e:
+            # unreadable: every pack is searched on its own, and fsck reports it
+            self._midx = None
+            self.bad_midx = e.reason if isinstance(e, CorruptObject) else "missing"
+        return True
+
+    def forget_bad(self, index_name: str) -> None:
+        """Look at a pack index again on the next scan (it was repaired)."""
+        self.bad_packs.pop(index_name, None)
+        stem = Path(index_name).stem
+        pack = self._packs.pop(stem, None)
+        if pack is not None:
+            pack.close()
+
+    def _uncovered(self) -> list[Pack]:
+        """The packs the multi-pack index does not cover (written since it)."""
+        covered = set(self._midx.packs) if self._midx is not None else set()
+        return [p for name, p in self._packs.items() if name not in covered]
 
     def packs(self) -> list[Pack]:
         self._scan_packs()
         return list(self._packs.values())
 
+    def multi_pack_index(self) -> MultiPackIndex | None:
+        self._scan_packs()
+        return self._midx
+
     def _loose_path(self, object_id: str) -> Path:
         return self.root / object_id[:2] / object_id[2:]
 
-    def _frame(self, object_id: str) -> bytes | None:
+    def _locate(self, raw: bytes) -> tuple[Pack, int, int] | None:
+        if self._midx is not None:
+            hit = self._midx.lookup(raw)
+            if hit is not None:
+                pack = self._packs.get(hit[0])
+                if pack is not None:
+                    return pack, hit[1], hit[2]
+        for p in self._uncovered():
+            at = p.entry(raw)
+            if at is not None:
+                return p, at[0], at[1]
+        return None
+
+    def _frame(self, object_id: str) -> tuple[bytes, Any] | None:
         raw = bytes.fromhex(object_id)
         for _ in range(2):
-            for p in self._packs.values():
-                f = p.frame(raw)
-                if f is not None:
-                    return f
+            hit = self._locate(raw)
+            if hit is not None:
+                pack, off, length = hit
+                return pack.read(raw, off, length), pack.decompressor
             try:
-                return self._loose_path(object_id).read_bytes()
+                return self._loose_path(object_id).read_bytes(), None
             except FileNotFoundError:
                 pass
             if not self._scan_packs():
@@ -225,18 +285,18 @@ class DiskObjectStore(ObjectStore):
 
     def has(self, object_id: str) -> bool:
         raw = bytes.fromhex(check_id(object_id))
-        if any(p.has(raw) for p in self._packs.values()):
+        if self._locate(raw) is not None:
             return True
         if self._loose_path(object_id).exists():
             return True
-        return self._scan_packs() and any(p.has(raw) for p in self._packs.values())
+        return self._scan_packs() and self._locate(raw) is not None
 
     def get(self, object_id: str) -> tuple[str, bytes]:
         check_id(object_id)
-        frame = self._frame(object_id)
-        if frame is None:
+        found = self._frame(object_id)
+        if found is None:
             raise NotFound(f"no object {object_id}")
-        return self.codec.decode(object_id, frame)
+        return self.codec.decode(object_id, found[0], found[1])
 
     def put(self, kind: str, payload: bytes) -> str:
         object_id, frame = self.codec.encode(kind, payload)
@@ -250,8 +310,12 @@ class DiskObjectStore(ObjectStore):
 
     def iter_ids(self) -> Iterator[str]:
         seen: set[str] = set()
-        for p in self.packs():
-            for i in p.ids():
+        self._scan_packs()
+        sources: list[Iterator[str]] = [p.ids() for p in self._uncovered()]
+        if self._midx is not None:
+            sources.insert(0, self._midx.ids())
+        for ids in sources:
+            for i in ids:
                 if i not in seen:
                     seen.add(i)
                     yield i
@@ -267,7 +331,10 @@ class DiskObjectStore(ObjectStore):
                         yield d.name + f.name
 
     def find_prefix(self, prefix: str) -> Iterator[str]:
-        for p in self.packs():
+        self._scan_packs()
+        if self._midx is not None:
+            yield from self._midx.find_prefix(prefix)
+        for p in self._uncovered():
             yield from p.find_prefix(prefix)
         d = self.root / prefix[:2]
         if len(prefix) >= 2 and d.is_dir():
@@ -303,7 +370,7 @@ class _PackBatch(Batch):
         self.written = 0
         self._tmp: Path | None = None
         self._fh: BinaryIO | None = None
-        self._offset = len(PACK_MAGIC)
+        self._offset = 0
         self._done = False
         self._loose: set[str] | None = None
 
@@ -311,8 +378,9 @@ class _PackBatch(Batch):
         self.store.pack_dir.mkdir(parents=True, exist_ok=True)
         self._tmp = self.store.pack_dir / f"tmp-{os.getpid()}-{os.urandom(6).hex()}.pack"
         self._fh = open(self._tmp, "wb", buffering=1 << 20)  # noqa: SIM115 - closed in commit
-        self._fh.write(PACK_MAGIC)
-        self._offset = len(PACK_MAGIC)
+        head = pack_header()
+        self._fh.write(head)
+        self._offset = len(head)
         small, self.small = self.small, []
         for object_id, frame in small:
             self._append(bytes.fromhex(object_id), frame)
@@ -332,7 +400,7 @@ class _PackBatch(Batch):
         if self._loose is None:
             self.store._scan_packs()
             self._loose = set(self.store.iter_loose())
-        return object_id in self._loose or any(p.has(raw) for p in self.store._packs.values())
+        return object_id in self._loose or self.store._locate(raw) is not None
 
     def put(self, kind: str, payload: bytes) -> str:
         if self._done:

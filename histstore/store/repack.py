@@ -1,0 +1,162 @@
+"""Writing packs whole: the objects ``hs gc`` keeps, with a trained dictionary.
+
+An import writes its pack as it goes, each frame compressed on its own (zstd
+level 3, no dictionary: as fast as the parse allows). ``hs gc`` rewrites small
+packs and loose objects into one pack whose frames share a zstd dictionary
+trained on those very objects, at a higher level: turn records have much in
+common (field names, tool names, paths), which a dictionary lets every frame
+use. Ids are over the uncompressed bytes, so recompressing changes no id.
+
+The new pack is made durable (fsync, rename, index written and renamed)
+before anything it replaces may go, so a crash leaves the old objects or the
+new pack, or both — never neither.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import zstandard
+
+from histstore.store.codec import header
+from histstore.store.fsutil import atomic_write, fsync, fsync_dir
+from histstore.store.objectstore import DiskObjectStore
+from histstore.store.packs import MIDX_NAME, Pack, index_bytes, midx_bytes, pack_header
+
+#: a pack's dictionary: about what zstd's trainer suggests for small records
+DICT_SIZE = 110 * 1024
+#: the samples a dictionary is trained on, at most
+SAMPLE_BYTES = 16 << 20
+SAMPLES = 20_000
+#: below this many objects a pack gets no dictionary (not worth its own bytes)
+DICT_MIN_OBJECTS = 64
+
+
+@dataclass(frozen=True)
+class Written:
+    name: str  # pack-<40 hex>
+    objects: int
+    bytes: int
+
+
+def train(samples: Sequence[bytes]) -> bytes:
+    """A zstd dictionary for these frames' contents; b"" when there are too
+    few (or too alike) to train one."""
+    if len(samples) < DICT_MIN_OBJECTS:
+        return b""
+    try:
+        d = zstandard.train_dictionary(DICT_SIZE, list(samples))
+    except zstandard.ZstdError:
+        return b""
+    return bytes(d.as_bytes())
+
+
+def write_pack(
+    objects: DiskObjectStore,
+    ids: Iterable[str],
+    *,
+    level: int = 9,
+    progress: Callable[[int], None] | None = None,
+) -> Written | None:
+    """One new pack holding ``ids`` (read and verified from ``objects``),
+    compressed with a dictionary trained on them; durable when this returns.
+    None when ``ids`` is empty."""
+    ids = sorted(set(ids))
+    if not ids:
+        return None
+    samples: list[bytes] = []
+    total = 0
+    step = max(1, len(ids) // SAMPLES)
+    for object_id in ids[::step]:
+        kind, payload = objects.get(object_id)
+        data = header(kind, len(payload)) + payload
+        samples.append(data)
+        total += len(data)
+        if total >= SAMPLE_BYTES:
+            break
+    dictionary = train(samples)
+    if dictionary:
+        cctx = zstandard.ZstdCompressor(
+            level=level, dict_data=zstandard.ZstdCompressionDict(dictionary)
+        )
+    else:
+        cctx = zstandard.ZstdCompressor(level=level)
+    pack_dir = objects.pack_dir
+    pack_dir.mkdir(parents=True, exist_ok=True)
+    tmp = pack_dir / f"tmp-{os.getpid()}-{os.urandom(6).hex()}.pack"
+    records: list[tuple[bytes, int, int]] = []
+    head = pack_header(dictionary)
+    offset = len(head)
+    try:
+        with open(tmp, "wb", buffering=1 << 20) as fh:
+            fh.write(head)
+            for n, object_id in enumerate(ids, 1):
+                kind, payload = objects.get(object_id)  # verified on the way
+                frame = cctx.compress(header(kind, len(payload)) + payload)
+                fh.write(frame)
+                records.append((bytes.fromhex(object_id), offset, len(frame)))
+                offset += len(frame)
+                if progress is not None and n % 1000 == 0:
+                    progress(1000)
+            fh.flush()
+            fsync(fh.fileno())
+        name, body = index_bytes(records)
+        pack_path = pack_dir / f"pack-{name}.pack"
+        # renamed into place before its index exists: readers find packs only
+        # through their index, so they never see a half-written one
+        os.replace(tmp, pack_path)
+        atomic_write(pack_path.with_suffix(".idx"), body)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    objects._scan_packs()
+    return Written(f"pack-{name}", len(ids), offset)
+
+
+def write_midx(objects: DiskObjectStore, packs: list[Pack]) -> None:
+    """The multi-pack index over ``packs`` (replaced atomically); none when
+    there are no packs."""
+    path = objects.pack_dir / MIDX_NAME
+    if not packs:
+        path.unlink(missing_ok=True)
+        return
+    atomic_write(path, midx_bytes(packs))
+    objects._scan_packs()
+
+
+def remove_pack(pack: Pack) -> int:
+    """A pack and its index (the index first, so no reader finds a pack that
+    is going); the bytes freed."""
+    freed = 0
+    for path in (pack.idx_path, pack.pack_path):
+        try:
+            freed += path.stat().st_size
+            path.unlink()
+        except FileNotFoundError:
+            continue
+    fsync_dir(pack.pack_path.parent)
+    return freed
+
+
+def remove_loose(objects: DiskObjectStore, ids: Iterable[str]) -> int:
+    freed = 0
+    dirs: set[Path] = set()
+    for object_id in ids:
+        path = objects._loose_path(object_id)
+        try:
+            freed += path.stat().st_size
+            path.unlink()
+            dirs.add(path.parent)
+        except FileNotFoundError:
+            continue
+    for d in dirs:
+        try:
+            d.rmdir()  # only when empty
+        except OSError:
+            fsync_dir(d)
+    if dirs:
+        fsync_dir(objects.root)
+    return freed
