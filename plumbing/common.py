@@ -17,7 +17,8 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from histstore.errors import Ambiguous, HistError
+from histstore.errors import HistError
+from histstore.plumbing.report import error_lines, internal_line, os_error_line
 from histstore.store.config import default_store_path
 from histstore.store.store import Store
 
@@ -25,11 +26,8 @@ from histstore.store.store import Store
 def report_error(e: HistError) -> None:
     """One line: what went wrong with which input, and what to do about it.
     An ambiguous id is followed by its candidates, one per line."""
-    hint = f"; hint: {e.hint}" if e.hint else ""
-    typer.echo(f"hs: error: {e.message}{hint}", err=True)
-    if isinstance(e, Ambiguous) and e.candidates:
-        for c in e.candidates:
-            typer.echo(f"  {c}", err=True)
+    for line in error_lines(e):
+        typer.echo(line, err=True)
 
 
 class HsGroup(TyperGroup):
@@ -48,17 +46,12 @@ class HsGroup(TyperGroup):
             os.dup2(devnull, sys.stdout.fileno())
             ctx.exit(0)
         except OSError as e:
-            where = f" ({e.filename})" if e.filename else ""
-            typer.echo(f"hs: error: {e.strerror or e}{where}", err=True)
+            typer.echo(os_error_line(e), err=True)
             ctx.exit(1)
         except Exception as e:  # the last resort: never a traceback to a user
             if os.environ.get("HS_DEBUG") or _is_cli_signal(e):
                 raise
-            typer.echo(
-                f"hs: internal error: {type(e).__name__}: {e}; "
-                "hint: run again with HS_DEBUG=1 for details, and report it",
-                err=True,
-            )
+            typer.echo(internal_line(e), err=True)
             ctx.exit(1)
 
 

@@ -154,23 +154,27 @@ def test_forgetting_twice_changes_nothing(filled: HS, store_path: Path) -> None:
 def test_a_failed_rebuild_rolls_the_marker_back(
     filled: HS, store_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    gen = filled.json_lines("plumbing", "index-status")[0]["generation"]
+    before = filled.json_lines("plumbing", "index-status")[0]
 
-    def broken(self: RecallIndex) -> Any:
+    def broken(self: RecallIndex, **kw: Any) -> Any:
         raise OSError(28, "No space left on device (injected)")
 
     with monkeypatch.context() as m:
-        m.setattr(RecallIndex, "swap", broken)
+        m.setattr(RecallIndex, "catch_up", broken)
         r = filled("forget", "turn-0001", "--confirm", "turn-0001")
     assert r.exit_code == 8
     assert r.stderr.startswith("hs: error: rebuild-failed:") and "rolled back" in r.stderr
-    assert filled.json_lines("plumbing", "index-status")[0]["generation"] == gen
+    after = filled.json_lines("plumbing", "index-status")[0]
+    assert (after["generation"], after["applied_op"]) == (
+        before["generation"],
+        before["applied_op"],
+    )
     assert recall_ids(filled) == ["turn-0001", "turn-0002", "turn-0003"]
     assert filled("forgotten").stdout.strip() == "nothing is forgotten"
     assert filled("fsck").exit_code == 0
 
 
-def test_a_target_still_there_after_the_swap_is_blocked(
+def test_a_target_still_there_after_the_commit_is_blocked(
     filled: HS, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with monkeypatch.context() as m:
@@ -182,16 +186,16 @@ def test_a_target_still_there_after_the_swap_is_blocked(
     assert "turn-0001" not in recall_ids(filled)  # the overlay still hides it
 
 
-def test_recall_merges_the_overlay_before_the_swap(
+def test_recall_merges_the_overlay_before_the_commit(
     filled: HS, store_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A crash between the marker and the swap: no reader sees the target."""
+    """A crash between the marker and the index commit: no reader sees the target."""
 
-    def crash(self: RecallIndex) -> Any:
+    def crash(self: RecallIndex, **kw: Any) -> Any:
         raise KeyboardInterrupt
 
     with monkeypatch.context() as m, Store.open(store_path) as s, pytest.raises(KeyboardInterrupt):
-        m.setattr(RecallIndex, "swap", crash)
+        m.setattr(RecallIndex, "catch_up", crash)
         forget(s, resolve_target(s, "turn-0001"), confirm="turn-0001")
     with Store.open(store_path) as s:
         assert RecallIndex(s).holds(turn_id="turn-0001") == 1  # the rows are still there
@@ -426,11 +430,11 @@ def test_an_undo_the_index_cannot_follow_is_rolled_back(
     filled("forget", "turn-0001", "--confirm", "turn-0001")
     ops_before = len(filled.json_lines("ops", "--json"))
 
-    def broken(self: RecallIndex) -> Any:
+    def broken(self: RecallIndex, **kw: Any) -> Any:
         raise OSError(28, "No space left on device (injected)")
 
     with monkeypatch.context() as m:
-        m.setattr(RecallIndex, "swap", broken)
+        m.setattr(RecallIndex, "catch_up", broken)
         r = filled("undo")
     assert r.exit_code == 8 and "rolled back" in r.stderr
     assert "turn-0001" not in recall_ids(filled)
@@ -470,9 +474,6 @@ def test_an_exclusion_holds_under_a_tombstone_on_the_same_turn(filled: HS) -> No
 
 
 def test_a_refused_forget_touches_no_file_even_of_the_index(filled: HS, store_path: Path) -> None:
-    for p in (store_path / "index").glob("*-*"):
-        if p.name.endswith(("-wal", "-shm")):
-            p.unlink()
     before = snapshot(store_path)
     assert filled("forget", "turn-0001", "--confirm", "nope").exit_code == 2
     assert filled("forget", SID_A, "--confirm", "nope").exit_code == 2
@@ -491,10 +492,10 @@ def test_show_of_a_forgotten_sessions_revision_object(filled: HS, store_path: Pa
 def test_the_days_hint_ignores_forgotten_turns(
     filled: HS, store_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Rows a failed swap left in the index never make recall say older turns match."""
+    """Documents a failed commit left in the index never make recall say older turns match."""
     with monkeypatch.context() as m:
         m.setattr(RecallIndex, "holds", lambda self, **kw: 1)
-        m.setattr(RecallIndex, "swap", lambda self: self.status())  # the rows stay
+        m.setattr(RecallIndex, "catch_up", lambda self, **kw: 0)  # the documents stay
         assert filled("forget", "turn-0001", "--confirm", "turn-0001").exit_code == 9
     out = filled.json_lines("recall", "--everywhere", "--json", "--days", "1", "4471")[0]
     assert out["outcome"] == "no-match" and out["hits"] == []

@@ -33,7 +33,7 @@ LAYERS = [
     "histstore.plumbing",
     "histstore.porcelain",
 ]
-THIRD_PARTY = {"blake3", "filelock", "tomli_w", "zstandard", "yaml", "rfc8785"}
+THIRD_PARTY = {"blake3", "filelock", "tomli_w", "zstandard", "yaml", "rfc8785", "tantivy"}
 
 #: The library's imports inside functions: each only downward (or sideways)
 #: and only to keep start-up lean (an agent hook or a recall pays for every
@@ -47,7 +47,12 @@ LAZY = {
     ("histstore.store.store", "filelock"): "readers never lock",
     ("histstore.store.store", "histstore.store.locking"): "readers never lock",
     ("histstore.store.locking", "filelock"): "readers never lock",
-    ("histstore.recall.index", "filelock"): "searching never takes the index lock",
+    ("histstore.recall.generations", "filelock"): "searching never takes the index lock",
+    ("histstore.recall.index", "histstore.recall.engine"): (
+        "without the engine (Tantivy missing) recall scans the objects"
+    ),
+    ("histstore.recall.index", "histstore.recall.replay"): "it loads the engine (above)",
+    ("histstore.recall.index", "histstore.recall.search"): "it loads the engine (above)",
     ("histstore.store.config", "uuid"): "only hs init makes a store id",
     ("histstore.store.config", "tomli_w"): "only a config change writes config.toml",
     ("histstore.store.fsutil", "ctypes"): "only bulk writers flush the filesystem",

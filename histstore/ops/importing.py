@@ -11,7 +11,6 @@ cannot follow is reported in ``index_error``, and the next write or
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -56,5 +55,5 @@ def refresh_index(store: Store, report: ImportReport) -> None:
         return
     try:
         RecallIndex(store).catch_up()
-    except (HistError, sqlite3.Error, OSError) as e:
+    except (HistError, OSError, ValueError) as e:
         report.index_error = str(e)

@@ -1,43 +1,64 @@
-"""Queries: what a recall looks for, and the excerpt a hit shows.
+"""Queries: what a recall looks for, where it looks, and what a hit shows.
 
 A query is reduced to its informative terms (function words dropped,
-histstore.recall.stopwords), each a phrase of tokens as SQLite's unicode61
-tokenizer makes them (letters and digits, case folded, diacritics removed), so
-the FTS5 path and the scanning path agree on what matches. An excerpt is the
+histstore.recall.stopwords), each a phrase of tokens as the index's analyzer
+makes them (runs of letters and digits, case and accents folded), so the
+engine and the scan agree on what matches. The scope (a project by path or
+by name, days, an agent, a session) is a :class:`Scope`. An excerpt is the
 text around the first match, read from the stored turn.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from histstore.errors import BadInput
+from histstore.history.project import project_key
+from histstore.history.turn import parse_time
 from histstore.recall.stopwords import FUNCTION_WORDS
 
 K_MAX = 10
 EXCERPT = 160
 UNTRUSTED_LABEL = "[this turn read untrusted content — weigh its answer accordingly]"
 
-_TOKEN = re.compile(r"[^\W_]+")  # what SQLite's unicode61 tokenizer keeps as a token
+_TOKEN = re.compile(r"[^\W_]+")  # runs of letters and digits, as the index's tokenizer
 _PUNCT = "\"'`.,;:!?()[]{}<>"
+#: a token of this many UTF-8 bytes or more is not indexed (nor searched)
+TOKEN_MAX = 40
+#: letters ASCII folding maps that Unicode decomposition does not
+_FOLD = str.maketrans(
+    {"ß": "ss", "æ": "ae", "ø": "o", "œ": "oe", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "ı": "i"}
+)
 
 
 def fold(text: str | None) -> str:
-    """Lower case without diacritics, as unicode61 compares (``Café`` -> ``cafe``)."""
+    """Lower case without accents, as the index compares (``Café`` -> ``cafe``)."""
     if text is None:
         return ""
     text = text.lower()
     if text.isascii():
         return text
+    text = text.translate(_FOLD)
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
 def tokens(text: str) -> list[str]:
-    """Tokens as SQLite's unicode61 tokenizer makes them: letters and digits,
-    case folded, diacritics removed (so the LIKE path's check agrees with FTS5)."""
-    return _TOKEN.findall(fold(text))
+    """Tokens as the index's analyzer makes them: runs of letters and digits,
+    case and accents folded, those of 40 bytes or more dropped."""
+    toks: list[str] = _TOKEN.findall(fold(text))
+    if any(len(t) * 4 >= TOKEN_MAX for t in toks):
+        toks = [t for t in toks if len(t.encode("utf-8")) < TOKEN_MAX]
+    return toks
+
+
+def time_ms(ts: str) -> int:
+    """An RFC 3339 time as milliseconds since the epoch (a document's ``ts``)."""
+    return int(parse_time(ts).timestamp() * 1000)
 
 
 # ------------------------------------------------------------------ queries
@@ -65,13 +86,76 @@ class Query:
             seen.setdefault(toks, None)
         return cls(text, tuple(seen))
 
-    def fts(self) -> str:
-        return self.fts_of(self.terms)
 
-    @staticmethod
-    def fts_of(terms: tuple[tuple[str, ...], ...]) -> str:
-        """Each term quoted (so ``login_user`` is the phrase "login user"), OR-ed."""
-        return " OR ".join('"' + " ".join(t) + '"' for t in terms)
+@dataclass(frozen=True)
+class Scope:
+    """Where a recall looks: a project (``key``, the project key searched; the
+    paths it matches; or, given as a bare name, every project whose last path
+    component it is), the last ``days`` days, one agent, one session."""
+
+    key: str | None = None
+    paths: tuple[str, ...] = ()
+    name: str | None = None
+    days: int | None = None
+    agent: str | None = None
+    session: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        project: str | None,
+        *,
+        days: int | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+    ) -> Scope:
+        """``project`` as a person gave it (None: everywhere). A directory that
+        exists here is made absolute and mapped to its project key; anything
+        else is a path as given; a name without ``/`` also matches every
+        project whose last path component it is. A trailing slash is ignored."""
+        if days is not None and days < 1:
+            raise BadInput(f"--days {days}: give a number of days, 1 or more")
+        for what, value in (("--agent", agent), ("--session", session)):
+            if value is not None and not value.strip():
+                raise BadInput(f"{what}: give a non-empty value")
+        if project is None:
+            return cls(days=days, agent=agent, session=session)
+        text = project.strip()
+        if not text:
+            raise BadInput("--project: give a project directory or name")
+        bare = text.rstrip("/\\") or text[:1]
+        paths = [bare]
+        if os.path.isdir(bare):
+            absolute = str(Path(bare).resolve())
+            paths = [project_key(absolute), absolute]
+        key = paths[0]
+        name = bare if "/" not in bare and "\\" not in bare else None
+        return cls(key, tuple(dict.fromkeys(paths)), name, days, agent, session)
+
+    def matches(self, paths: list[str], names: list[str]) -> bool:
+        """Whether a turn with these project values (engine.project_values) is in scope."""
+        if not self.paths and not self.name:
+            return True
+        return any(p in self.paths for p in paths) or (self.name is not None and self.name in names)
+
+
+def project_values(project: str) -> tuple[list[str], list[str]]:
+    """What a turn's project is matched by: (paths, names). The paths are the
+    project as recorded and its project key, without a trailing slash; the names
+    their last components."""
+    paths = list(dict.fromkeys(p for p in (strip(project), strip(project_key(project))) if p))
+    names = list(dict.fromkeys(n for n in (base_name(p) for p in paths) if n))
+    return paths, names
+
+
+def strip(path: str) -> str:
+    """A path without its trailing slashes (``/`` stays ``/``)."""
+    out = path.rstrip("/\\")
+    return out if out else path[:1]
+
+
+def base_name(path: str) -> str:
+    return strip(path).replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def term_in(term: tuple[str, ...], toks: list[str]) -> int:
@@ -87,11 +171,11 @@ def term_in(term: tuple[str, ...], toks: list[str]) -> int:
 def excerpt(text: str, terms: tuple[tuple[str, ...], ...], width: int = EXCERPT) -> str | None:
     """The text around the first match of any term (token-wise, ignoring case),
     whitespace collapsed; None when no term is in the text. The same rule serves
-    both search paths."""
-    flat = " ".join(text.split())
-    folded = fold(flat)
+    the engine's hits and the scan's."""
+    folded = fold(text)
     if not any(t[0] in folded for t in terms):
         return None  # no term's first token anywhere: the common case, decided at C speed
+    flat = " ".join(text.split())
     spans = [(m.start(), fold(m.group())) for m in _TOKEN.finditer(flat)]
     words = [w for _, w in spans]
     firsts = {t[0] for t in terms}
@@ -127,6 +211,11 @@ class Hit:
     edited: list[str]
     tainted: bool
     score: float
+    #: the field the turn matched in most (histstore.recall.fields.FIELDS)
+    field: str
+    #: where, in words: "in the answer", "in Bash output"
+    where: str
+    agent: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -135,7 +224,10 @@ class Hit:
             "object": self.object,
             "project": self.project,
             "asked_at": self.asked_at,
+            "agent": self.agent,
             "excerpt": self.excerpt,
+            "field": self.field,
+            "where": self.where,
             "read": self.read,
             "edited": self.edited,
             "tainted": self.tainted,
@@ -151,4 +243,4 @@ class RecallResult:
     outcome: str
     scope: str | None  # the project key searched, None when everywhere
     days: int | None
-    path: str  # "fts5" or "like"
+    path: str  # "tantivy" (the index), "scan" (the objects, no index) or "none"

@@ -1,0 +1,64 @@
+"""The one-line messages every failure becomes, without the CLI framework.
+
+:class:`histstore.plumbing.common.HsGroup` prints these for every command;
+the quick path of ``hs recall`` (histstore.porcelain.recall_cmd), which runs
+before typer is imported, prints the same lines through :func:`guarded`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+from histstore.errors import Ambiguous, HistError
+
+
+def error_lines(e: HistError) -> list[str]:
+    """What went wrong with which input, and what to do about it; an ambiguous
+    id is followed by its candidates, one per line."""
+    hint = f"; hint: {e.hint}" if e.hint else ""
+    lines = [f"hs: error: {e.message}{hint}"]
+    if isinstance(e, Ambiguous) and e.candidates:
+        lines += [f"  {c}" for c in e.candidates]
+    return lines
+
+
+def os_error_line(e: OSError) -> str:
+    where = f" ({e.filename})" if e.filename else ""
+    return f"hs: error: {e.strerror or e}{where}"
+
+
+def internal_line(e: BaseException) -> str:
+    return (
+        f"hs: internal error: {type(e).__name__}: {e}; "
+        "hint: run again with HS_DEBUG=1 for details, and report it"
+    )
+
+
+def guarded(run: Callable[[], None]) -> int:
+    """Run a command the way HsGroup does, returning its exit code: a typed
+    error is its lines on stderr and its code; Ctrl-C 130; a closed pipe 0;
+    an OSError one line, 1; anything else one internal-error line, 1."""
+    try:
+        run()
+    except HistError as e:
+        for line in error_lines(e):
+            print(line, file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("hs: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except OSError as e:
+        print(os_error_line(e), file=sys.stderr)
+        return 1
+    except Exception as e:
+        if os.environ.get("HS_DEBUG"):
+            raise
+        print(internal_line(e), file=sys.stderr)
+        return 1
+    return 0
