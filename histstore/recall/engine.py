@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -137,15 +136,28 @@ def document(
 # ------------------------------------------------------------------ queries
 
 
-@dataclass(frozen=True)
 class Filters:
-    """What a recall is limited to, applied inside the engine."""
+    """What a recall is limited to, applied inside the engine: the project as
+    a path (any of ``paths``) or by its last path component (``name``)."""
 
-    paths: tuple[str, ...] = ()  # the project as a path (any of them)
-    name: str | None = None  # or the project's last path component
-    since_ms: int | None = None
-    agent: str | None = None
-    session: str | None = None
+    __slots__ = ("agent", "name", "paths", "session", "since_ms")
+
+    def __init__(
+        self,
+        paths: tuple[str, ...] = (),
+        name: str | None = None,
+        since_ms: int | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+    ) -> None:
+        self.paths = paths
+        self.name = name
+        self.since_ms = since_ms
+        self.agent = agent
+        self.session = session
+
+    def any_time(self) -> Filters:
+        return Filters(self.paths, self.name, None, self.agent, self.session)
 
     @property
     def scoped(self) -> bool:
@@ -168,14 +180,16 @@ def _field_query(
     return tantivy.Query.phrase_query(sch, field, list(toks))
 
 
-@dataclass
 class TextQuery:
     """The scored part of a recall: every term in every field, boosted by the
     field's weight, summed (bm25 in each field). ``by_field`` keeps each field's
     part, to tell which field a hit matched in."""
 
-    query: tantivy.Query
-    by_field: dict[str, tantivy.Query]
+    __slots__ = ("by_field", "query")
+
+    def __init__(self, query: tantivy.Query, by_field: dict[str, tantivy.Query]) -> None:
+        self.query = query
+        self.by_field = by_field
 
 
 def text_query(
@@ -233,14 +247,26 @@ def with_filters(query: tantivy.Query, conditions: list[tantivy.Query]) -> tanti
     )
 
 
-@dataclass(frozen=True)
 class Candidate:
-    score: float
-    ts_ms: int
-    session_id: str
-    turn_id: str
-    object_id: str
-    address: Any  # a tantivy.DocAddress
+    """A document found: its score, time, ids and address."""
+
+    __slots__ = ("address", "object_id", "score", "session_id", "ts_ms", "turn_id")
+
+    def __init__(
+        self,
+        score: float,
+        ts_ms: int,
+        session_id: str,
+        turn_id: str,
+        object_id: str,
+        address: Any,
+    ) -> None:
+        self.score = score
+        self.ts_ms = ts_ms
+        self.session_id = session_id
+        self.turn_id = turn_id
+        self.object_id = object_id
+        self.address = address
 
 
 def candidates(

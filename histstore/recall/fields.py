@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from histstore.errors import HistError
@@ -42,14 +41,16 @@ WEIGHTS: dict[str, float] = {
 OUTPUT_CAP = 64 * 1024
 
 
-@dataclass(frozen=True)
 class Part:
     """One searchable piece of a turn: its field, its text, and the tool whose
     input or output it is (None for the rest)."""
 
-    field: str
-    text: str
-    tool: str | None = None
+    __slots__ = ("field", "text", "tool")
+
+    def __init__(self, field: str, text: str, tool: str | None = None) -> None:
+        self.field = field
+        self.text = text
+        self.tool = tool
 
     @property
     def where(self) -> str:

@@ -22,7 +22,6 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +37,15 @@ _LEGACY = re.compile(r"^gen-\d+\.sqlite(-wal|-shm)?$|^\.gen-\d+\.\d+\.tmp(-wal|-
 REBUILD_HINT = "rebuild it with `hs plumbing index-build`"
 
 
-@dataclass(frozen=True)
 class Generation:
-    name: str  # "gen-<n>"
-    path: Path  # index/gen-<n>/
-    meta: dict[str, Any]
+    """One generation: its name (``gen-<n>``), its directory, its meta."""
+
+    __slots__ = ("meta", "name", "path")
+
+    def __init__(self, name: str, path: Path, meta: dict[str, Any]) -> None:
+        self.name = name
+        self.path = path
+        self.meta = meta
 
     @property
     def number(self) -> int:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
@@ -31,7 +30,6 @@ from histstore.overlay.markers import Overlay
 from histstore.recall.generations import REBUILD_HINT, Generation, Generations, number
 from histstore.recall.hits import make_hits
 from histstore.recall.query import K_MAX, Query, RecallResult, Scope
-from histstore.recall.scan import scan
 from histstore.store.store import Store
 
 #: the schema of a generation (its meta's ``schema``; docs/format.md)
@@ -64,17 +62,31 @@ def load_replay() -> ModuleType:
     return replay
 
 
-@dataclass
 class IndexStatus:
-    generation: str | None
-    built_op: str | None
-    applied_op: str | None
-    last_op: str | None
-    rows: int
-    segments: int = 0
-    deleted: int = 0  # documents deleted but still in a segment's files (until compact)
-    generations: list[str] = field(default_factory=list)
-    engine: str = ""
+    """The state of the index (``hs plumbing index-status``). ``deleted``:
+    documents deleted but still in a segment's files (until compact)."""
+
+    def __init__(
+        self,
+        generation: str | None,
+        built_op: str | None,
+        applied_op: str | None,
+        last_op: str | None,
+        rows: int,
+        segments: int = 0,
+        deleted: int = 0,
+        generations: list[str] | None = None,
+        engine: str = "",
+    ) -> None:
+        self.generation = generation
+        self.built_op = built_op
+        self.applied_op = applied_op
+        self.last_op = last_op
+        self.rows = rows
+        self.segments = segments
+        self.deleted = deleted
+        self.generations = generations or []
+        self.engine = engine
 
     @property
     def stale(self) -> bool:
@@ -388,6 +400,8 @@ class RecallIndex:
 
             hits, outcome = search(self.store, self._open(gen), query, scope, since, k, overlay)
         else:
+            from histstore.recall.scan import scan
+
             found = scan(self.store, query, scope, since, overlay)
             hits = make_hits(self.store, query, found.ranked, k, overlay)
             outcome = "found" if hits else "no-match-in-days" if found.older else "no-match"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,10 @@ _FOLD = str.maketrans(
 )
 
 
+#: the combining marks decomposition leaves after a letter (accents, diacritics)
+_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+
+
 def fold(text: str | None) -> str:
     """Lower case without accents, as the index compares (``Café`` -> ``cafe``)."""
     if text is None:
@@ -43,8 +46,7 @@ def fold(text: str | None) -> str:
     text = text.lower()
     if text.isascii():
         return text
-    text = text.translate(_FOLD)
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return _MARKS.sub("", unicodedata.normalize("NFKD", text.translate(_FOLD)))
 
 
 def tokens(text: str) -> list[str]:
@@ -64,12 +66,18 @@ def time_ms(ts: str) -> int:
 # ------------------------------------------------------------------ queries
 
 
-@dataclass(frozen=True)
+# (plain classes, not dataclasses: each dataclass costs a millisecond or more
+# of start-up, and hs recall imports this module on every question)
+
+
 class Query:
     """A query reduced to its informative terms, each a phrase of tokens."""
 
-    text: str
-    terms: tuple[tuple[str, ...], ...]
+    __slots__ = ("terms", "text")
+
+    def __init__(self, text: str, terms: tuple[tuple[str, ...], ...]) -> None:
+        self.text = text
+        self.terms = terms
 
     @classmethod
     def parse(cls, text: str) -> Query:
@@ -87,18 +95,28 @@ class Query:
         return cls(text, tuple(seen))
 
 
-@dataclass(frozen=True)
 class Scope:
     """Where a recall looks: a project (``key``, the project key searched; the
     paths it matches; or, given as a bare name, every project whose last path
     component it is), the last ``days`` days, one agent, one session."""
 
-    key: str | None = None
-    paths: tuple[str, ...] = ()
-    name: str | None = None
-    days: int | None = None
-    agent: str | None = None
-    session: str | None = None
+    __slots__ = ("agent", "days", "key", "name", "paths", "session")
+
+    def __init__(
+        self,
+        key: str | None = None,
+        paths: tuple[str, ...] = (),
+        name: str | None = None,
+        days: int | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+    ) -> None:
+        self.key = key
+        self.paths = paths
+        self.name = name
+        self.days = days
+        self.agent = agent
+        self.session = session
 
     @classmethod
     def of(
@@ -169,21 +187,15 @@ def term_in(term: tuple[str, ...], toks: list[str]) -> int:
 
 
 def excerpt(text: str, terms: tuple[tuple[str, ...], ...], width: int = EXCERPT) -> str | None:
-    """The text around the first match of any term (token-wise, ignoring case),
-    whitespace collapsed; None when no term is in the text. The same rule serves
-    the engine's hits and the scan's."""
-    folded = fold(text)
-    if not any(t[0] in folded for t in terms):
-        return None  # no term's first token anywhere: the common case, decided at C speed
+    """The text around the first match of any term (token-wise, ignoring case
+    and accents), whitespace collapsed; None when no term is in the text. The
+    same rule serves the engine's hits and the scan's."""
     flat = " ".join(text.split())
-    spans = [(m.start(), fold(m.group())) for m in _TOKEN.finditer(flat)]
-    words = [w for _, w in spans]
+    folded = fold(flat)
     firsts = {t[0] for t in terms}
-    best: int | None = None
-    for i, w in enumerate(words):
-        if w in firsts and any(tuple(words[i : i + len(t)]) == t for t in terms):
-            best = spans[i][0]
-            break
+    if not any(f in folded for f in firsts):
+        return None  # no term's first token anywhere: the common case, decided at C speed
+    best = _first_match(flat, folded, terms, firsts)
     if best is None:
         return None
     lo = max(0, best - width // 2)
@@ -199,23 +211,81 @@ def excerpt(text: str, terms: tuple[tuple[str, ...], ...], width: int = EXCERPT)
     return ("…" if lo > 0 else "") + flat[lo:hi] + ("…" if hi < len(flat) else "")
 
 
-@dataclass
+def _first_match(
+    flat: str, folded: str, terms: tuple[tuple[str, ...], ...], firsts: set[str]
+) -> int | None:
+    """Where in ``flat`` the first term starts, token-wise."""
+    if len(folded) == len(flat):
+        # folding kept every position: find the first tokens by one regex over
+        # the folded text, then check the rest of the phrase after each
+        pattern = re.compile(
+            "(?<![^\\W_])(?:" + "|".join(re.escape(f) for f in sorted(firsts)) + ")(?![^\\W_])"
+        )
+        span = 80 * max(len(t) for t in terms)  # room for the longest phrase's tokens
+        for m in pattern.finditer(folded):
+            toks = _TOKEN.findall(folded, m.start(), m.start() + span)
+            if any(tuple(toks[: len(t)]) == t for t in terms if t[0] == m.group()):
+                return m.start()
+        return None
+    spans = [(m.start(), fold(m.group())) for m in _TOKEN.finditer(flat)]
+    words = [w for _, w in spans]
+    for i, w in enumerate(words):
+        if w in firsts and any(tuple(words[i : i + len(t)]) == t for t in terms):
+            return spans[i][0]
+    return None
+
+
 class Hit:
-    turn_id: str
-    session_id: str
-    object: str
-    project: str
-    asked_at: str
-    excerpt: str
-    read: list[str]
-    edited: list[str]
-    tainted: bool
-    score: float
-    #: the field the turn matched in most (histstore.recall.fields.FIELDS)
-    field: str
-    #: where, in words: "in the answer", "in Bash output"
-    where: str
-    agent: str = ""
+    """A turn found: its ids, what it says where it matched (``field``, the
+    field it matched in most; ``where``, in words: "in Bash output"), its
+    bm25 ``score``."""
+
+    __slots__ = (
+        "agent",
+        "asked_at",
+        "edited",
+        "excerpt",
+        "field",
+        "object",
+        "project",
+        "read",
+        "score",
+        "session_id",
+        "tainted",
+        "turn_id",
+        "where",
+    )
+
+    def __init__(
+        self,
+        *,
+        turn_id: str,
+        session_id: str,
+        object: str,
+        project: str,
+        asked_at: str,
+        excerpt: str,
+        read: list[str],
+        edited: list[str],
+        tainted: bool,
+        score: float,
+        field: str,
+        where: str,
+        agent: str = "",
+    ) -> None:
+        self.turn_id = turn_id
+        self.session_id = session_id
+        self.object = object
+        self.project = project
+        self.asked_at = asked_at
+        self.excerpt = excerpt
+        self.read = read
+        self.edited = edited
+        self.tainted = tainted
+        self.score = score
+        self.field = field
+        self.where = where
+        self.agent = agent
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -235,12 +305,26 @@ class Hit:
         }
 
 
-@dataclass
 class RecallResult:
-    query: Query
-    hits: list[Hit]
-    #: "found" | "no-terms" | "empty" (nothing recorded yet) | "no-match" | "no-match-in-days"
-    outcome: str
-    scope: str | None  # the project key searched, None when everywhere
-    days: int | None
-    path: str  # "tantivy" (the index), "scan" (the objects, no index) or "none"
+    """What a recall answers. ``outcome``: "found", "no-terms", "empty" (nothing
+    recorded yet), "no-match" or "no-match-in-days"; ``scope``: the project key
+    searched (None: everywhere); ``path``: "tantivy" (the index), "scan" (the
+    objects, no engine) or "none"."""
+
+    __slots__ = ("days", "hits", "outcome", "path", "query", "scope")
+
+    def __init__(
+        self,
+        query: Query,
+        hits: list[Hit],
+        outcome: str,
+        scope: str | None,
+        days: int | None,
+        path: str,
+    ) -> None:
+        self.query = query
+        self.hits = hits
+        self.outcome = outcome
+        self.scope = scope
+        self.days = days
+        self.path = path

@@ -10,7 +10,6 @@ objects (histstore.recall.hits).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from typing import Any
 
 import tantivy
@@ -53,9 +52,7 @@ def search(
     if hits:
         return hits, "found"
     if since_ms is not None:
-        wider = engine.with_filters(
-            tq.query, engine.filter_query(sch, replace(filters, since_ms=None))
-        )
+        wider = engine.with_filters(tq.query, engine.filter_query(sch, filters.any_time()))
         for address in engine.any_hit(searcher, wider, MIN_CANDIDATES):
             c = engine.stored(searcher, 0.0, 0, address)
             if not (overlay and overlay.hides(c.session_id, c.turn_id)):
