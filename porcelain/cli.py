@@ -543,7 +543,7 @@ def forget(
         f"forgot {t.kind} {t.id} ({t.turns} turn{'s' if t.turns != 1 else ''}): {mode}, hidden from {hidden}"
     )
     typer.echo(f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.time}")
-    typer.echo(f"  index rebuilt: generation {res.generation}; recall no longer finds it")
+    typer.echo(f"  index updated: generation {res.generation}; recall no longer finds it")
 
 
 @app.command()
@@ -579,7 +579,7 @@ def unforget(
         assert res.operation is not None
         typer.echo(f"unforgot {_what(t)}: back in recall (operation {res.operation.op})")
         if t.kind != "memory":
-            typer.echo(f"  index rebuilt: generation {res.generation}")
+            typer.echo(f"  index updated: generation {res.generation}")
 
 
 @app.command()

@@ -20,7 +20,7 @@ import histstore.recall.replay as replay
 from histstore.ops.importing import import_paths
 from histstore.recall.engine import FIELDS as ENGINE_FIELDS
 from histstore.recall.fields import FIELDS, Part, parts
-from histstore.recall.index import RecallIndex, recall
+from histstore.recall.index import RecallIndex, compact, recall
 from histstore.recall.query import UNTRUSTED_LABEL, Query, Scope, excerpt, tokens
 from histstore.store.store import Store
 
@@ -54,7 +54,9 @@ def corpus(
                 tool(
                     "Bash",
                     {"command": "make check"},
-                    "E   ValueError: TokenWithException raised in refresh\n" + "x " * 300,
+                    "E   ValueError: TokenWithException raised in refresh\n"
+                    + "FAILED tests/test_auth.py::test_refresh_WithException\n"
+                    + "x " * 300,
                     True,
                 ),
             ],
@@ -130,8 +132,9 @@ def test_every_part_of_a_turn_is_searched_and_says_where(filled: Store, scan: bo
     assert where("evict_lru") == [("turn-0002", "tool_in", "in Grep input")]
     assert where("test_auth.py") == [("turn-0001", "tool_in", "in Bash input")]
     # a tool output, stored as a blob (over 512 bytes): found in the part's text
-    assert where("_WithException") == []  # a token is a whole run of letters
+    assert where("_WithException") == [("turn-0001", "tool_out", "in Bash output")]
     assert where("TokenWithException") == [("turn-0001", "tool_out", "in Bash output")]
+    assert where("Exception") == []  # a token is a whole run of letters and digits
     ex = search(filled, "TokenWithException", scan).hits[0].excerpt
     assert ex.startswith("E ValueError: TokenWithException raised") and ex.endswith("…")
     # login_user is a phrase: both turns that say it, newest first among equals
@@ -525,7 +528,7 @@ def test_compact_purges_an_excluded_turns_text_from_the_index_files(filled: Stor
     forget(filled, resolve_target(filled, "turn-0002"), mode="exclude", confirm="turn-0002")
     assert ids(index.search(word)) == []
     assert in_files()  # deleted, not gone: its segment still holds the terms
-    status = index.compact()
+    status = compact(filled)
     assert in_files() == []
     assert status.deleted == 0 and len(status.generations) == 1
     assert ids(index.search("cache login_user", k=10)) == ["turn-0004", "turn-0001"]

@@ -422,6 +422,14 @@ def _damaged(name: str, e: Exception) -> CorruptStore:
     return CorruptStore(f"the recall index {name} is damaged ({e})", hint=REBUILD_HINT)
 
 
+def compact(store: Store) -> IndexStatus:
+    """What ``hs gc`` calls: every segment holding deleted documents rewritten,
+    every older generation deleted, so the text of a turn deleted from the
+    index (an exclusion, a tombstone, a revised turn's old text) is in no
+    file of ``index/`` any more. Waits for the index lock."""
+    return RecallIndex(store).compact()
+
+
 def recall(
     store: Store,
     text: str,
