@@ -515,3 +515,26 @@ def test_on_a_terminal_the_id_is_typed(
     assert snapshot(store_path) == before
     r = filled("forget", SID_A, input=f"{SID_A}\n")
     assert r.exit_code == 0 and f"forgot session {SID_A}" in r.stdout
+
+
+def test_a_whole_turn_id_is_found_without_reading_every_session(
+    filled: HS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forget and unforget of a whole turn id find its session through the index,
+    or, once it is forgotten (no longer in the index), through its marker: no
+    scan of every session (at 1M turns that scan took seconds)."""
+
+    def no_scan(self: Store) -> Any:
+        raise AssertionError("every session was read")
+
+    with monkeypatch.context() as m:
+        m.setattr(Store, "sessions", no_scan)
+        assert filled("forget", "turn-0001", "--confirm", "turn-0001").exit_code == 0
+        r = filled("unforget", "turn-0001", "--confirm", "turn-0001")
+        assert r.exit_code == 0 and "back in recall" in r.stdout
+    assert recall_ids(filled) == ["turn-0001", "turn-0002", "turn-0003"]
+    # a turn id in two sessions, one of them forgotten whole: ambiguous
+    filled("import", str(write_turns(tmp_path / "dup.jsonl", [turn_record(1, session_id=SID_B)])))
+    filled("forget", SID_B, "--confirm", SID_B)
+    r = filled("forget", "turn-0001", "--confirm", "turn-0001")
+    assert r.exit_code == 2 and "ambiguous" in r.stderr

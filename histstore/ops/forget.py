@@ -186,19 +186,24 @@ def _whole_id(store: Store, text: str) -> Target | None:
         if not turn_hit:
             return Target("session", s.session_id, s.session_id, len(s.turns), first)
         return None  # also a turn id: let the full scan report the ambiguity
-    sessions = RecallIndex(store).sessions_of(text)
-    # a forgotten turn is not in the index: one of that id marked elsewhere
-    # makes the id ambiguous (the full scan says so)
-    marked = {sid for (sid, tid) in Overlay.read(store).turns if tid == text}
-    if len(sessions) != 1 or marked - set(sessions):
+    # the sessions holding it: those the index knows, and those where it is
+    # forgotten (not in the index: by its own marker, or its session's) — one
+    # session is the target, several make it ambiguous (the full scan says so)
+    overlay = Overlay.read(store)
+    found = set(RecallIndex(store).sessions_of(text))
+    found |= {sid for (sid, tid) in overlay.turns if tid == text}
+    entries: dict[str, Any] = {}
+    for sid in sorted(found | set(overlay.sessions)):
+        rev = store.session_ref(sid)
+        entry = None
+        if rev is not None:
+            entry = next((t for t in store.load_session(rev).turns if t.turn_id == text), None)
+        if entry is not None:
+            entries[sid] = entry
+    if len(entries) != 1:
         return None
-    rev = store.session_ref(sessions[0])
-    if rev is None:
-        return None
-    entry = next((t for t in store.load_session(rev).turns if t.turn_id == text), None)
-    if entry is None:
-        return None
-    return Target("turn", text, sessions[0], 1, _first_prompt(store, entry.object))
+    ((sid, entry),) = entries.items()
+    return Target("turn", text, sid, 1, _first_prompt(store, entry.object))
 
 
 def _memory_note(store: Store, target: str) -> tuple[str, str] | None:

@@ -36,6 +36,8 @@ from histstore.store.store import Store
 SCHEMA_VERSION = 2
 #: set (to anything but 0) to answer every recall by scanning the objects
 FALLBACK_ENV = "HS_RECALL_FALLBACK"
+#: the engine's handles on generations this process opened: (path, inode) -> index
+_OPEN: dict[tuple[str, int], Any] = {}
 
 
 def _now() -> datetime:
@@ -132,19 +134,26 @@ class RecallIndex:
         self._reader = None
 
     def _open(self, gen: Generation) -> Any:
-        """The engine's handle on a generation, reloaded to its last commit."""
+        """The engine's handle on a generation, reloaded to its last commit. The
+        handles are kept for the process (a tool or a server asks many times):
+        opening a generation of 1M turns costs milliseconds, reloading one a
+        fraction of that."""
         engine = load_engine()
         try:
-            key = (gen.name, os.stat(gen.path).st_ino)  # a name is reused if index/ was deleted
-            if self._reader is not None and self._reader[:2] == key:
-                index = self._reader[2]
+            key = (str(gen.path), os.stat(gen.path).st_ino)  # a name is reused if index/ is
+            index = _OPEN.get(key)
+            if index is not None:
                 index.reload()
             else:
-                self._reader = None
+                for old in [k for k in _OPEN if k[0].startswith(str(self.dir))]:
+                    del _OPEN[old]  # another generation of this index: let its files go
                 index = engine.open_index(gen.path)
-                self._reader = (*key, index)
+                _OPEN[key] = index
+            self._reader = (gen.name, key[1], index)
             return index
         except (ValueError, OSError) as e:
+            for old in [k for k in _OPEN if k[0] == str(gen.path)]:
+                del _OPEN[old]
             self._reader = None
             raise _damaged(gen.name, e) from None
 
