@@ -721,3 +721,15 @@ def test_the_quick_path_prints_what_the_cli_prints(
             "words": ["a", "b"],
         },
     )
+
+
+def test_a_build_adds_turns_newest_first(store: Store, tmp_path: Path) -> None:
+    """Documents go in newest first across sessions (a days window then passes
+    over whole segments; among equal scores the engine keeps the newer)."""
+    recs = [
+        turn_record(n, session_id="a" if n % 2 else "b", asked_at=ago(10 - n), asked="ibex")
+        for n in range(1, 9)
+    ] + [turn_record(9, session_id="c", asked_at=ago(20), asked="ibex")]
+    import_paths(store, [write_turns(tmp_path / "t.jsonl", recs)])
+    order = [e.turn_id for _s, e in RecallIndex(store)._newest_first()]
+    assert order == [f"turn-{n:04d}" for n in (8, 7, 6, 5, 4, 3, 2, 1, 9)]

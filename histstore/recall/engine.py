@@ -29,9 +29,13 @@ SCHEMA_VERSION = 2
 #: ``/``, ``-`` separate), lower case, accents folded to ASCII, tokens of 40
 #: bytes or more dropped
 WORDS = "hs_words"
-#: tantivy's writer needs at least 15 MB of heap per indexing thread
+#: tantivy's writer needs at least 15 MB of heap per indexing thread. A build
+#: flushes a segment each time its heap fills, and Tantivy merges 8 segments of
+#: a size into one, rereading them: at 1M turns a 96 MB heap gave ~16
+#: segments and merges (249 CPU-s, RSS 666 MB with the merged files mapped),
+#: 200 MB gives 5 and none (211 CPU-s, RSS 338 MB, 272 MB of it the heap's)
 SMALL_HEAP = 20_000_000
-BULK_HEAP = 96_000_000
+BULK_HEAP = 200_000_000
 
 KEY, OBJECT, SESSION, TS, PROJ, PNAME, AGENT = (
     "key",
@@ -106,6 +110,9 @@ def open_index(path: Path) -> tantivy.Index:
     return index
 
 
+_PROJECTS: dict[str, tuple[list[str], list[str]]] = {}
+
+
 def document(
     session_id: str,
     turn_id: str,
@@ -116,14 +123,16 @@ def document(
     texts: dict[str, str],
 ) -> tantivy.Document:
     doc = tantivy.Document()
-    doc.add_text(KEY, key_of(session_id, turn_id))
+    doc.add_text(KEY, f"{turn_id}~{session_id}")
     doc.add_bytes(OBJECT, bytes.fromhex(object_id))
     doc.add_text(SESSION, session_id)
     doc.add_integer(TS, ts_ms)
-    paths, names = project_values(project)
-    for p in paths:
+    values = _PROJECTS.get(project)
+    if values is None:  # a few projects, a million turns: computed once each
+        values = _PROJECTS[project] = project_values(project)
+    for p in values[0]:
         doc.add_text(PROJ, p)
-    for n in names:
+    for n in values[1]:
         doc.add_text(PNAME, n)
     if agent:
         doc.add_text(AGENT, agent)

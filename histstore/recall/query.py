@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,14 @@ def tokens(text: str) -> list[str]:
 
 def time_ms(ts: str) -> int:
     """An RFC 3339 time as milliseconds since the epoch (a document's ``ts``)."""
-    return int(parse_time(ts).timestamp() * 1000)
+    try:
+        # the stored form (...T10:00:00.000Z) in C; anything else the full parser
+        dt = datetime.fromisoformat(ts)
+    except ValueError:
+        dt = None
+    if dt is None or dt.tzinfo is None:  # (no zone: UTC, as parse_time reads it)
+        dt = parse_time(ts)
+    return int(dt.timestamp() * 1000)
 
 
 # ------------------------------------------------------------------ queries
