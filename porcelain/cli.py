@@ -13,6 +13,7 @@ import typer
 from histstore.errors import BadInput
 from histstore.plumbing.cli import app as plumbing_app
 from histstore.plumbing.common import command_line, new_app, open_store, store_path
+from histstore.porcelain.maint_cli import register as register_maint_commands
 from histstore.porcelain.memory_cli import app as memory_app
 from histstore.porcelain.render import size_text
 from histstore.porcelain.sync_cli import register as register_sync_commands
@@ -787,6 +788,7 @@ def print_findings_human(findings: list[Finding]) -> None:
 
 
 register_sync_commands(app)  # hs remote, push, pull, sync (porcelain/sync_cli.py)
+register_maint_commands(app)  # hs gc, hs upgrade (porcelain/maint_cli.py)
 
 
 def main() -> None:

@@ -142,6 +142,10 @@ class ImportReport:
     index_error: str | None = None
     #: operations of the memory snapshots taken after the import
     memory_operations: list[str] = field(default_factory=list)
+    #: what the automatic gc after it did (``hs gc --auto``), when it ran
+    auto_gc: dict[str, Any] | None = None
+    #: why that gc could not run (the turns are stored all the same)
+    gc_error: str | None = None
 
     @property
     def complete(self) -> bool:
@@ -168,6 +172,8 @@ class ImportReport:
             "operation": self.operation.op if self.operation else None,
             "index_error": self.index_error,
             "memory_operations": self.memory_operations,
+            "auto_gc": self.auto_gc,
+            "gc_error": self.gc_error,
         }
 
 

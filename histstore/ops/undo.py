@@ -39,6 +39,15 @@ def undo(store: Store, op_id: str | None = None, *, command: str = "hs undo") ->
     target = find_operation(store, op_id)
     inverse = [RefChange(c.ref, c.new, c.old) for c in target.changes]
     with store.lock():
+        horizon = store.gc_horizon()
+        if horizon and target.time < horizon:
+            gone = [c.new for c in inverse if c.new and not store.objects.has(c.new)]
+            if gone:
+                raise BadInput(
+                    f"cannot undo {target.op}: it is older than gc's retention window, "
+                    f"and hs gc removed {len(gone)} object(s) it would bring back",
+                    hint="raise [gc] retention_days to keep what undo may need for longer",
+                )
         moved = [c for c in inverse if store.refs.read(c.ref) != c.old]
         if moved:
             later = [

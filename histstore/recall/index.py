@@ -409,6 +409,27 @@ class RecallIndex(Replay):
             atomic_write(self.dir / "CURRENT", (older[-1].name + "\n").encode())
         return self.status()
 
+    def compact(self) -> IndexStatus:
+        """Merge the current generation's FTS segments (so a deleted row's text,
+        a forgotten turn's, leaves the file) and delete every other generation
+        (older ones hold that text too). What ``hs gc`` calls."""
+        with self.lock():
+            current = self.current_path()
+            if current is not None:
+                conn = self._connect(current, write=True)
+                try:
+                    with contextlib.suppress(sqlite3.OperationalError):  # built without FTS5
+                        conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+                    conn.execute("VACUUM")
+                except sqlite3.DatabaseError as e:
+                    raise _damaged(current, e) from None
+                finally:
+                    conn.close()
+                for old in self.generations():
+                    if old != current:
+                        _remove_db(old)
+        return self.status()
+
     # -------------------------------------------------------- catch up
 
     def catch_up(self, *, timeout: float | None = None) -> int:

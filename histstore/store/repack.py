@@ -129,7 +129,8 @@ def write_midx(objects: DiskObjectStore, packs: list[Pack]) -> None:
 
 def remove_pack(pack: Pack) -> int:
     """A pack and its index (the index first, so no reader finds a pack that
-    is going); the bytes freed."""
+    is going); the bytes freed. Readers (this process's too) drop it at their
+    next scan."""
     freed = 0
     for path in (pack.idx_path, pack.pack_path):
         try:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from histstore.errors import BadInput, CorruptObject, CorruptStore, NotFound
 from histstore.store.codec import decode_json, is_object_id
 from histstore.store.config import FORMAT_VERSION, new_config, read_config, write_config
+from histstore.store.fsutil import atomic_write
 from histstore.store.kinds import Marker, Session, SessionRev, materialize, parse
 from histstore.store.views import write_views
 
@@ -43,6 +44,10 @@ def lock_timeout() -> float:
     if not value >= 0:
         raise BadInput(f"HS_LOCK_TIMEOUT={text!r} is not a number of seconds", hint="e.g. 30")
     return value
+
+
+#: the file holding gc's horizon (Store.gc_horizon)
+GC_HORIZON = "gc-horizon"
 
 
 class Store:
@@ -300,6 +305,24 @@ class Store:
         return self.refs.apply(
             changes, self.redactor(command), extra=extra, before_done=before_done
         )
+
+    # gc's horizon: refs-log entries older than it may name objects gc removed
+
+    def gc_horizon(self) -> str | None:
+        """The time (RFC 3339) before which refs-log entries may name objects
+        ``hs gc`` removed (they were outside its retention window); None when
+        gc never removed any."""
+        try:
+            text = (self.root / GC_HORIZON).read_text("utf-8").strip()
+        except (FileNotFoundError, UnicodeDecodeError):
+            return None
+        return text or None
+
+    def set_gc_horizon(self, time: str) -> None:
+        """Move the horizon forward to ``time`` (never back; lock held)."""
+        old = self.gc_horizon()
+        if old is None or time > old:
+            atomic_write(self.root / GC_HORIZON, (time + "\n").encode("utf-8"))
 
     def operations(self) -> list[Operation]:
         return self.refs.operations()

@@ -1,0 +1,107 @@
+"""`hs gc` and `hs upgrade`: keeping a store in shape (docs/cli.md).
+
+Kept apart from porcelain/cli.py (which calls :func:`register`), as the sync
+commands are."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from histstore.errors import BadInput
+from histstore.plumbing.common import open_store
+from histstore.porcelain.render import size_text
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object.")]
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+class _Progress:
+    """Phases on one stderr line, on a terminal only."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.shown = False
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        of = f"/{total}" if total else ""
+        sys.stderr.write(f"\r{phase} {done}{of} objects\x1b[K")
+        sys.stderr.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def gc(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", "-n", help="Say what would be freed; change nothing.")
+    ] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Rewrite every pack into one (slower, smallest).")
+    ] = False,
+    auto: Annotated[
+        bool,
+        typer.Option("--auto", help="Only when loose objects pass [gc] auto_loose; no pruning."),
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Repack loose objects and small packs; remove what nothing reaches."""
+    from histstore.ops import gc as gcmod
+
+    if auto and (dry_run or full):
+        raise BadInput("--auto takes neither --dry-run nor --full", hint="hs gc --auto")
+    store = open_store(ctx)
+    progress = _Progress(sys.stderr.isatty() and not json_out)
+    try:
+        if auto:
+            rep = gcmod.auto(store)
+            if rep is None:
+                if json_out:
+                    typer.echo(json.dumps({"ran": False}))
+                return
+        else:
+            rep = gcmod.gc(store, dry_run=dry_run, full=full, progress=progress)
+    finally:
+        progress.close()
+    if json_out:
+        typer.echo(json.dumps({"ran": True, **rep.as_json()}))
+        return
+    _print_gc(rep.as_json())
+
+
+def _print_gc(r: dict[str, Any]) -> None:
+    would = r["dry_run"]
+    head = "would free" if would else "freed"
+    typer.echo(
+        f"{head} {size_text(r['bytes_freed'])}: {size_text(r['bytes_before'])} of objects "
+        f"{'would be' if would else 'are now'} {size_text(r['bytes_after'])}"
+    )
+    typer.echo(
+        f"  {_plural(r['pruned'], 'object')} nothing reaches "
+        f"{'would be' if would else 'were'} removed"
+        + (f" ({r['reachable']} reachable)" if r["reachable"] else "")
+    )
+    typer.echo(
+        f"  packs: {r['packs_before']} -> {r['packs_after']} "
+        f"({r['packs_rewritten']} rewritten, {r['loose_packed']} loose objects packed)"
+    )
+    if r["index_bytes_freed"]:
+        typer.echo(f"  recall index: {size_text(r['index_bytes_freed'])} freed")
+    if r["refs_packed"]:
+        typer.echo(f"  refs: {_plural(r['refs_packed'], 'loose ref')} packed")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("gc")(gc)
