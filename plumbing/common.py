@@ -92,6 +92,7 @@ def store_path(ctx: typer.Context) -> Path:
 def open_store(ctx: typer.Context) -> Store:
     store = Store.open(store_path(ctx))
     store.notify = lambda message: typer.echo(f"hs: {message}", err=True)
+    store.break_lock = bool((ctx.find_root().obj or {}).get("break_lock"))
     ctx.call_on_close(store.close)
     return store
 

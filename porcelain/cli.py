@@ -44,8 +44,16 @@ def root(
         Path | None,
         typer.Option("--store", "-C", help="The store directory.", show_default=False),
     ] = None,
+    break_lock: Annotated[
+        bool,
+        typer.Option(
+            "--break-lock",
+            help="Take over the lock of a writer on another host that has not "
+            "refreshed it for 10 minutes (it is gone).",
+        ),
+    ] = False,
 ) -> None:
-    ctx.obj = {"store": str(store) if store else None}
+    ctx.obj = {"store": str(store) if store else None, "break_lock": break_lock}
 
 
 @app.command()

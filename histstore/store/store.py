@@ -67,6 +67,8 @@ class Store:
         #: told what a person should know that is no error (a lock taken over
         #: from a dead process); the CLI prints it on stderr
         self.notify: Callable[[str], None] | None = None
+        #: take over a stale lock record of another host (``--break-lock``)
+        self.break_lock = False
 
     # The parts are made on first use: a command imports and opens only what it
     # touches (hs recall needs neither the object store nor the redactor).
@@ -148,17 +150,20 @@ class Store:
         but not applied, so what it reads under the lock is the latest state."""
         import filelock  # writers only: readers never lock, and start-up stays lean
 
-        from histstore.store.locking import acquire, clear_owner, write_owner
+        from histstore.store.locking import Refresher, acquire, clear_owner, write_owner
 
         if self._lock is None:
             self._lock = filelock.FileLock(str(self.root / "lock"))
         outer = not self._lock.is_locked
+        refresher = None
         if outer:
             # the kernel's flock decides; the owner record beside it names the
-            # holder (histstore/store/locking.py)
-            acquire(self._lock, self.root, self.lock_timeout, self.notify)
+            # holder and is refreshed while we hold it (histstore/store/locking.py)
+            acquire(
+                self._lock, self.root, self.lock_timeout, self.notify, break_lock=self.break_lock
+            )
             try:
-                write_owner(self.root)
+                refresher = Refresher(self.root, write_owner(self.root))
             except BaseException:
                 self._lock.release()
                 raise
@@ -171,6 +176,8 @@ class Store:
             yield
         finally:
             if outer:
+                if refresher is not None:
+                    refresher.stop()
                 clear_owner(self.root)
             self._lock.release()
 

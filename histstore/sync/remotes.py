@@ -182,6 +182,7 @@ def open_remote(store: Store, remote: Remote, *, init: bool = False) -> tuple[St
     else:
         other, created = Store.open(path), False
     other.notify = store.notify
+    other.break_lock = store.break_lock  # --break-lock reaches the remote too
     return other, created
 
 
