@@ -717,51 +717,32 @@ def undo(
 @app.command()
 def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Where the store is, what it holds, and its size."""
-    from histstore.history.project import project_key
-    from histstore.store.objectstore import DiskObjectStore
+    from histstore.ops.status import status_info
 
     store = open_store(ctx)
-    sessions = list(store.sessions())
-    turns = sum(len(s.turns) for s in sessions)
-    ops = store.operations()
-    objs = store.objects
-    packs = loose = 0
-    size = 0
-    if isinstance(objs, DiskObjectStore):
-        packs = len(objs.packs())
-        loose = sum(1 for _ in objs.iter_loose())
-        size = objs.size_on_disk()
-    info = {
-        "store": str(store.root),
-        "format": store.format_version,
-        "id": store.config["store"]["id"],
-        "sessions": len(sessions),
-        "turns": turns,
-        "projects": len({project_key(s.project) for s in sessions}),
-        "objects": objs.count(),
-        "packs": packs,
-        "loose_objects": loose,
-        "size_bytes": size,
-        "operations": len(ops),
-        "last_operation": ops[-1].as_json() if ops else None,
-        "memory_scopes": len(store.refs.list_refs("memory/")),
-        "memory_dirs": store.config.get("memory", {}).get("dirs", {}),
-    }
+    info = status_info(store)
+    turns = info["turns"]
+    packs, loose, size = info["packs"], info["loose_objects"], info["size_bytes"]
+    last = info["last_operation"]
     if json_out:
         typer.echo(json.dumps(info, ensure_ascii=False))
         return
     typer.echo(f"store:      {info['store']} (format {info['format']})")
     typer.echo(f"sessions:   {info['sessions']} in {info['projects']} projects")
-    typer.echo(f"turns:      {turns}")
+    per = info["turns_per_agent"]
+    agents = ", ".join(f"{a} {n}" for a, n in per.items()) if len(per) > 1 else ""
+    typer.echo(f"turns:      {turns}" + (f" ({agents})" if agents else ""))
     typer.echo(f"objects:    {info['objects']} ({packs} packs, {loose} loose), {size_text(size)}")
     dirs = info["memory_dirs"]
     typer.echo(
         f"memory:     {info['memory_scopes']} scope{'s' if info['memory_scopes'] != 1 else ''} "
         f"recorded; {len(dirs)} director{'ies' if len(dirs) != 1 else 'y'} configured"
     )
-    if ops:
-        last = ops[-1]
-        typer.echo(f"operations: {len(ops)}; last {last.op} at {last.time}: {last.command}")
+    if last:
+        typer.echo(
+            f"operations: {info['operations']}; last {last['op']} at {last['time']}: "
+            f"{last['command']}"
+        )
     else:
         typer.echo("operations: none yet")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from histstore.history.summary import SessionInfo
 from histstore.store.kinds import Session
 
 
@@ -46,7 +47,7 @@ def indent(text: str, max_lines: int | None = None) -> str:
     return body
 
 
-def turn_header(turn: dict[str, Any], session: Session | None) -> list[str]:
+def turn_header(turn: dict[str, Any], session: Session | SessionInfo | None) -> list[str]:
     out = [f"turn {turn['turn_id']}"]
     title = f"  ({first_line(session.title, 60)})" if session and session.title else ""
     sub = f"  [sub-agent {turn['subagent']}]" if turn.get("subagent") else ""
@@ -69,7 +70,9 @@ def turn_header(turn: dict[str, Any], session: Session | None) -> list[str]:
     return out
 
 
-def turn_text(turn: dict[str, Any], session: Session | None, max_lines: int | None) -> str:
+def turn_text(
+    turn: dict[str, Any], session: Session | SessionInfo | None, max_lines: int | None
+) -> str:
     parts = turn_header(turn, session)
     parts.append("")
     parts.append(indent(turn.get("asked") or "(no prompt)", max_lines))

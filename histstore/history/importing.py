@@ -275,7 +275,9 @@ class Importer:
         for kind, data in blobs:
             batch.put(kind, data)
         batch.put("turn", payload)
-        w.turns[tid] = TurnEntry(tid, object_id, turn["asked_at"], turn.get("subagent"))
+        w.turns[tid] = TurnEntry(
+            tid, object_id, turn["asked_at"], turn.get("subagent"), turn.get("project")
+        )
         if old is None:
             self.report.turns_added += 1
         else:

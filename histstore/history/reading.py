@@ -9,6 +9,7 @@ from typing import Any
 
 from histstore.errors import Ambiguous, BadInput, NotFound
 from histstore.history.project import project_key
+from histstore.history.summary import SessionInfo, open_summary
 from histstore.history.turn import format_time, parse_time
 from histstore.store.codec import is_id_prefix
 from histstore.store.kinds import BLOB_FIELDS, Session, TurnEntry, is_blob_ref
@@ -48,7 +49,8 @@ def parse_since(text: str, now: datetime | None = None) -> str:
 @dataclass(frozen=True)
 class LogEntry:
     entry: TurnEntry
-    session: Session
+    #: the session, whole (read from the store) or as the summary lists it
+    session: Session | SessionInfo
 
     @property
     def turn_id(self) -> str:
@@ -61,23 +63,30 @@ def log_entries(
     session: str | None = None,
     project: str | None = None,
     since: str | None = None,
+    limit: int | None = None,
 ) -> list[LogEntry]:
-    """Every current turn matching the filters, newest first."""
-    if session is not None:
-        sessions = [store.session(resolve_session(store, session))]
-    else:
-        sessions = list(store.sessions())
+    """Every current turn matching the filters (the turn's own project),
+    newest first, at most ``limit``: from the summary (histstore.history.
+    summary), else by reading every session."""
+    sid = resolve_session(store, session) if session is not None else None
+    summary = open_summary(store)
+    if summary is not None:
+        with summary:
+            rows = summary.log(session=sid, project=project, since=since, limit=limit)
+        return [LogEntry(r.entry, r.session) for r in rows]
+    sessions = [store.session(sid)] if sid is not None else list(store.sessions())
     want = project_key(project) if project is not None else None
     out = []
     for s in sessions:
-        if want is not None and s.project != project and project_key(s.project) != want:
-            continue
         for t in s.turns:
+            own = t.project or s.project
+            if want is not None and own != project and project_key(own) != want:
+                continue
             if since is not None and t.asked_at < since:
                 continue
             out.append(LogEntry(t, s))
     out.sort(key=lambda e: (e.entry.asked_at, e.entry.turn_id), reverse=True)
-    return out
+    return out if limit is None else out[:limit]
 
 
 def load_turn(store: Store, object_id: str) -> dict[str, Any]:
@@ -126,27 +135,37 @@ def resolve_session(store: Store, text: str) -> str:
 class Resolved:
     kind: str  # "turn" | "session" | "object"
     id: str
-    session: Session | None = None
+    session: Session | SessionInfo | None = None
     entry: TurnEntry | None = None
 
 
 def resolve(store: Store, text: str) -> Resolved:
-    """A turn id, a session id or an object id, whole or as a unique prefix."""
+    """A turn id, a session id or an object id, whole or as a unique prefix.
+    A whole session id wins; turn ids are looked up in the summary when there
+    is one (else in every session)."""
     text = text.strip()
     if not text:
         raise BadInput("empty id")
+    refs = store.session_refs()
+    if text in refs:
+        return Resolved("session", text, store.session(text))
+    session_hits = [Resolved("session", sid) for sid in refs if sid.startswith(text)]
     turn_hits: list[Resolved] = []
-    session_hits: list[Resolved] = []
-    for s in store.sessions():
-        if s.session_id == text:
-            return Resolved("session", s.session_id, s)
-        if s.session_id.startswith(text):
-            session_hits.append(Resolved("session", s.session_id, s))
-        for t in s.turns:
-            if t.turn_id == text:
-                return Resolved("turn", t.turn_id, s, t)
-            if t.turn_id.startswith(text):
-                turn_hits.append(Resolved("turn", t.turn_id, s, t))
+    summary = open_summary(store)
+    if summary is not None:
+        with summary:
+            rows = summary.turns_named(text)
+        for r in rows:
+            if r.entry.turn_id == text:
+                return Resolved("turn", text, r.session, r.entry)
+            turn_hits.append(Resolved("turn", r.entry.turn_id, r.session, r.entry))
+    else:
+        for s in store.sessions():
+            for t in s.turns:
+                if t.turn_id == text:
+                    return Resolved("turn", t.turn_id, s, t)
+                if t.turn_id.startswith(text):
+                    turn_hits.append(Resolved("turn", t.turn_id, s, t))
     object_hits: list[Resolved] = []
     if is_id_prefix(text.lower()):
         object_hits = [
@@ -154,7 +173,10 @@ def resolve(store: Store, text: str) -> Resolved:
         ]
     hits = turn_hits + session_hits + object_hits
     if len(hits) == 1:
-        return hits[0]
+        hit = hits[0]
+        if hit.kind == "session":
+            return Resolved("session", hit.id, store.session(hit.id))
+        return hit
     if not hits:
         raise NotFound(
             f"no turn, session or object matches {text!r}",

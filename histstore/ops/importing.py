@@ -12,6 +12,7 @@ cannot follow is reported in ``index_error``, and the next write or
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 from histstore.errors import HistError
 from histstore.history.importers import Progress
 from histstore.history.importing import ImportReport, store_paths, store_record
+from histstore.history.summary import Summary, Unavailable
 from histstore.memory.folders import snapshot_configured
 from histstore.ops import gc
 from histstore.recall.index import RecallIndex
@@ -62,6 +64,9 @@ def refresh_index(store: Store, report: ImportReport) -> None:
         RecallIndex(store).catch_up()
     except (HistError, sqlite3.Error, OSError) as e:
         report.index_error = str(e)
+    # the summary too, so the next hs log or status reads it as it is
+    with contextlib.suppress(Unavailable, HistError, sqlite3.Error, OSError), Summary(store) as s:
+        s.current()
 
 
 def auto_gc(store: Store, report: ImportReport) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from histstore.errors import BadInput
 from histstore.history.reading import expand_turn, load_turn, log_entries, raw_records
+from histstore.history.summary import SessionInfo
 from histstore.overlay.markers import Overlay
 from histstore.overlay.visibility import View, Visibility
 from histstore.store.fsutil import atomic_write
@@ -31,7 +32,7 @@ def exported_turns(
     session: str | None = None,
     project: str | None = None,
     since: str | None = None,
-) -> Iterator[tuple[Session, dict[str, Any]]]:
+) -> Iterator[tuple[Session | SessionInfo, dict[str, Any]]]:
     """(session, turn record) oldest first, exclusions left out. The overlay is
     read again as the export goes (every ``RECHECK`` turns), so an exclusion
     made while a long export runs holds for the turns not yet written."""
@@ -51,7 +52,7 @@ def jsonl_line(turn: dict[str, Any]) -> str:
     return json.dumps(turn, ensure_ascii=False, sort_keys=True)
 
 
-def markdown(turns: list[tuple[Session, dict[str, Any]]]) -> Iterator[str]:
+def markdown(turns: list[tuple[Session | SessionInfo, dict[str, Any]]]) -> Iterator[str]:
     """A readable transcript: a heading per session, then each turn's steps."""
     current = None
     for s, t in turns:

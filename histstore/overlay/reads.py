@@ -16,6 +16,7 @@ from typing import Any
 
 from histstore.history.reading import LogEntry, load_turn, log_entries, resolve
 from histstore.history.sources import Sources
+from histstore.history.summary import SessionInfo
 from histstore.overlay.markers import Marker, Overlay
 from histstore.overlay.visibility import View, Visibility
 from histstore.store.kinds import Session, TurnEntry
@@ -28,7 +29,7 @@ class Item:
     marker that withholds it (``withheld``)."""
 
     entry: TurnEntry
-    session: Session
+    session: Session | SessionInfo
     turn: dict[str, Any] | None
     withheld: Marker | None
 
@@ -53,9 +54,7 @@ def log(
     show_all: bool = False,
 ) -> list[Item]:
     """Turns newest first, as ``hs log`` gives them."""
-    entries = log_entries(store, session=session, project=project, since=since)
-    if limit is not None:
-        entries = entries[:limit]
+    entries = log_entries(store, session=session, project=project, since=since, limit=limit)
     vis = Visibility(Overlay.read(store))
     return [_item(store, vis, View.LOG, e, show_all) for e in entries]
 
@@ -70,7 +69,7 @@ class Shown:
     kind: str  # "turn" | "session" | "object"
     id: str
     withheld: Marker | None = None
-    session: Session | None = None
+    session: Session | SessionInfo | None = None
     entry: TurnEntry | None = None
     turn: dict[str, Any] | None = None
     turns: list[Item] = field(default_factory=list)
@@ -97,8 +96,8 @@ def show(store: Store, ident: str, *, show_all: bool = False) -> Shown:
             sources.close()
         return shown
     if r.kind == "session":
-        assert r.session is not None
         s = r.session
+        assert isinstance(s, Session)  # resolve reads a session it names whole
         marker = vis.session(View.SHOW, s.session_id, show_all=show_all)
         if marker is not None:
             return Shown("session", r.id, marker, s)

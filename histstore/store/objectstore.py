@@ -357,6 +357,15 @@ class DiskObjectStore(ObjectStore):
                     yield i
         yield from (i for i in self.iter_loose() if i not in seen)
 
+    def count_fast(self) -> int:
+        """About how many objects there are, from the index counts (an object
+        stored twice, in a pack and loose, counts twice): constant time in
+        the packs' sizes, unlike :meth:`count`."""
+        self._scan_packs()
+        n: int = self._midx.n if self._midx is not None else 0
+        n += sum(int(p.n) for p in self._uncovered())
+        return n + sum(1 for _ in self.iter_loose())
+
     def iter_loose(self) -> Iterator[str]:
         if not self.root.is_dir():
             return
