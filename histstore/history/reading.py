@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from histstore.errors import Ambiguous, BadInput, NotFound
+from histstore.errors import Ambiguous, BadInput, CorruptStore, NotFound
 from histstore.history.project import project_key
 from histstore.history.summary import SessionInfo, open_summary
 from histstore.history.turn import format_time, parse_time
-from histstore.store.codec import is_id_prefix
+from histstore.store.codec import is_id_prefix, is_object_id
 from histstore.store.kinds import BLOB_FIELDS, Session, TurnEntry, is_blob_ref
 from histstore.store.store import Store
 
@@ -69,6 +69,10 @@ def log_entries(
     newest first, at most ``limit``: from the summary (histstore.history.
     summary), else by reading every session."""
     sid = resolve_session(store, session) if session is not None else None
+    if sid is not None:
+        rev = store.session_ref(sid)
+        if rev is None or not is_object_id(rev):
+            raise CorruptStore(f"ref sessions/{sid} does not hold an object id", hint="run hs fsck")
     summary = open_summary(store)
     if summary is not None:
         with summary:
