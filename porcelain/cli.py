@@ -309,6 +309,8 @@ def show(
 
     store = open_store(ctx)
     r = reads.show(store, ident, show_all=all_)
+    if r.old_id:
+        typer.echo(f"hs: {r.old_id[:12]} is a format-1 id; it is {r.id[:12]} now", err=True)
     if r.kind == "turn":
         _show_turn(store, r, full=full, raw=raw, json_out=json_out)
     elif r.kind == "session":
@@ -495,7 +497,7 @@ def recall(
 
 def _memory_hits(store: Any, terms: list[str], scope: str | None, everywhere: bool) -> list[Any]:
     """Memory notes that hold the query's terms (only when memory was recorded)."""
-    if not (store.root / "refs" / "memory").is_dir():
+    if not store.refs.any_under("memory"):
         return []
     from histstore.memory.prompt import search_notes
 

@@ -103,5 +103,40 @@ def _print_gc(r: dict[str, Any]) -> None:
         typer.echo(f"  refs: {_plural(r['refs_packed'], 'loose ref')} packed")
 
 
+def upgrade(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Upgrade a format-1 store to format 2 in place (nothing is lost)."""
+    from histstore.ops.upgrade import upgrade as run_upgrade
+    from histstore.plumbing.common import store_path
+
+    root = store_path(ctx)
+    shown = [False]
+
+    def progress(what: str, n: int) -> None:
+        if sys.stderr.isatty() and not json_out:
+            sys.stderr.write(f"\rrewriting {n} {what}\x1b[K")
+            sys.stderr.flush()
+            shown[0] = True
+
+    try:
+        rep = run_upgrade(root, progress=progress)
+    finally:
+        if shown[0]:
+            sys.stderr.write("\r\x1b[K")
+    if json_out:
+        typer.echo(json.dumps(rep.as_json()))
+        return
+    if rep.already:
+        typer.echo(f"the store at {root} is format 2 already")
+        return
+    typer.echo(
+        f"upgraded to format 2: {_plural(rep.turns, 'turn')} in {_plural(rep.sessions, 'session')}"
+        f" ({_plural(rep.revisions, 'revision')}), {_plural(rep.markers, 'marker')}, "
+        f"{_plural(rep.memory_revisions, 'memory revision')}, "
+        f"{_plural(rep.operations, 'operation')}, in {rep.seconds:.1f} s"
+    )
+    typer.echo("format-1 ids still resolve: hs show and hs undo take them")
+
+
 def register(app: typer.Typer) -> None:
     app.command("gc")(gc)
+    app.command("upgrade")(upgrade)

@@ -327,3 +327,18 @@ def test_gc_stops_on_an_unreadable_object_and_removes_nothing(hs: HS, store_path
     assert r.exit_code == 7
     assert f"gc stopped: object {turn} cannot be read" in r.stderr
     assert _files(store_path) == files
+
+
+def test_a_forgotten_turn_stays_hidden_once_gc_packed_the_refs(hs: HS, store_path: Path) -> None:
+    """gc packs loose refs; overlay and memory refs must still be found."""
+    hs("init")
+    hs("record", input=json.dumps(turn_record(1)))
+    hs("record", input=json.dumps(turn_record(2, asked="the secret plan")))
+    assert hs("forget", "turn-0002", "--confirm", "turn-0002").exit_code == 0
+    assert "the secret plan" not in hs("log").stdout
+    r = hs("gc")
+    assert "loose refs packed" in r.stdout
+    assert not list((store_path / "refs" / "overlay").glob("*"))
+    assert "the secret plan" not in hs("log").stdout
+    assert "the secret plan" not in hs("recall", "--everywhere", "secret").stdout
+    assert len(hs.json_lines("forgotten", "--json")) == 1

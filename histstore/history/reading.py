@@ -14,6 +14,7 @@ from histstore.history.turn import format_time, parse_time
 from histstore.store.codec import is_id_prefix, is_object_id
 from histstore.store.kinds import BLOB_FIELDS, Session, TurnEntry, is_blob_ref
 from histstore.store.store import Store
+from histstore.store.upgrading import IdMap
 
 _SINCE = re.compile(r"^(\d+)\s*(h|d|w|m|y)$")
 _UNITS = {
@@ -141,6 +142,8 @@ class Resolved:
     id: str
     session: Session | SessionInfo | None = None
     entry: TurnEntry | None = None
+    #: set when ``text`` was an id the store had in format 1 (hs upgrade)
+    old_id: str | None = None
 
 
 def resolve(store: Store, text: str) -> Resolved:
@@ -176,6 +179,10 @@ def resolve(store: Store, text: str) -> Resolved:
             Resolved("object", i) for i in sorted(set(store.objects.find_prefix(text.lower())))
         ]
     hits = turn_hits + session_hits + object_hits
+    if not hits and is_id_prefix(text.lower()):
+        # an id from before hs upgrade: what it is now
+        mapped = list(IdMap(store.root).objects(text.lower()))
+        hits = [Resolved("object", new, old_id=old) for old, new in mapped[:11]]
     if len(hits) == 1:
         hit = hits[0]
         if hit.kind == "session":

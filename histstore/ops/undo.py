@@ -19,6 +19,7 @@ from histstore.overlay.markers import PREFIX as OVERLAY_PREFIX
 from histstore.recall.index import RecallIndex
 from histstore.store.oplog import Operation, RefChange
 from histstore.store.store import Store
+from histstore.store.upgrading import IdMap
 
 
 def find_operation(store: Store, op_id: str | None) -> Operation:
@@ -27,7 +28,12 @@ def find_operation(store: Store, op_id: str | None) -> Operation:
         raise NotFound("no operation to undo: the store has recorded nothing yet")
     if op_id is None:
         return ops[-1]
-    found = [o for o in ops if o.op.startswith(op_id.strip().lower())]
+    want = op_id.strip().lower()
+    found = [o for o in ops if o.op.startswith(want)]
+    if not found and want:
+        # an operation id from before hs upgrade: the entry it became
+        now = {new for _, new in IdMap(store.root).op(want)}
+        found = [o for o in ops if o.op in now]
     if not found:
         raise NotFound(f"no operation {op_id!r}", hint="see the operations with `hs ops`")
     if len(found) > 1:

@@ -79,6 +79,8 @@ class Shown:
     names: dict[str, Any] = field(default_factory=dict)
     #: for a turn shown: where this store read it (histstore.history.sources)
     source: dict[str, Any] | None = None
+    #: the format-1 id that was asked for, when it was one (hs upgrade)
+    old_id: str | None = None
 
 
 def show(store: Store, ident: str, *, show_all: bool = False) -> Shown:
@@ -104,7 +106,7 @@ def show(store: Store, ident: str, *, show_all: bool = False) -> Shown:
         items = [_item(store, vis, View.SHOW, LogEntry(t, s), show_all) for t in s.turns]
         return Shown("session", r.id, None, s, turns=items)
     kind, payload = store.objects.get(r.id)
-    shown = Shown("object", r.id, object_kind=kind)
+    shown = Shown("object", r.id, object_kind=kind, old_id=r.old_id)
     # an object is a turn or a session revision like any other: the same policy
     if kind == "turn" and vis:
         t = json.loads(payload)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError
-from histstore.store import packs, repack
+from histstore.store import packs, repack, upgrading
 from histstore.store.codec import is_object_id
 from histstore.store.fsutil import atomic_write, fsync_dir
 from histstore.store.kinds import MemRev, Ref, SessionRev, parse
@@ -352,6 +352,15 @@ def check_store(store: Store, *, repair: bool) -> tuple[list[Finding], Replayed]
     """Objects, refs and the refs log; the replay, for the checks of derived data."""
     objects = check_objects(store, repair=repair)
     out = list(objects.findings)
+    if (store.root / upgrading.UPGRADE_DIR).exists():
+        # the format-1 files an upgrade replaced, not yet removed
+        if repair:
+            upgrading.remove_leftovers(store.root)
+            out.append(warning("upgrade", "removed what hs upgrade replaced"))
+        else:
+            out.append(
+                warning("upgrade", "what hs upgrade replaced is still there; hs upgrade removes it")
+            )
     out += check_refs(store, store.refs.list_refs(), objects.kinds)
     replayed = replay_log(store, objects.kinds, repair=repair)
     out += replayed.findings

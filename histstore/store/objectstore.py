@@ -172,9 +172,10 @@ class DiskObjectStore(ObjectStore):
     found through the multi-pack index first (when ``hs gc`` wrote one), then
     the packs it does not cover, then the loose objects."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, legacy_packs: bool = False) -> None:
         self.root = root
         self.pack_dir = root / "pack"
+        self.legacy_packs = legacy_packs  # read format-1 packs too (hs upgrade)
         self.codec = Codec()
         self._packs: dict[str, Pack] = {}  # pack-<name> -> its pack
         self.bad_packs: dict[str, str] = {}  # index file name -> what is wrong with it
@@ -207,7 +208,7 @@ class DiskObjectStore(ObjectStore):
         for idx in present:
             if idx.stem not in self._packs and idx.name not in self.bad_packs:
                 try:
-                    self._packs[idx.stem] = Pack(idx)
+                    self._packs[idx.stem] = Pack(idx, legacy=self.legacy_packs)
                     added = True
                 except CorruptObject as e:
                     # unreadable: its objects read as missing, and fsck reports it

@@ -23,6 +23,7 @@ from histstore.store.codec import decode_json, is_object_id
 from histstore.store.config import FORMAT_VERSION, new_config, read_config, write_config
 from histstore.store.fsutil import atomic_write
 from histstore.store.kinds import Marker, Session, SessionRev, materialize, parse
+from histstore.store.upgrading import committed, finish
 from histstore.store.views import write_views
 
 if TYPE_CHECKING:
@@ -44,6 +45,23 @@ def lock_timeout() -> float:
     if not value >= 0:
         raise BadInput(f"HS_LOCK_TIMEOUT={text!r} is not a number of seconds", hint="e.g. 30")
     return value
+
+
+def _finish_upgrade(root: Path) -> None:
+    """Move a committed ``hs upgrade`` into place before anything reads the
+    store (histstore.store.upgrading), under the writers' lock."""
+    import filelock
+
+    from histstore.store.locking import acquire, clear_owner, write_owner
+
+    lock = filelock.FileLock(str(root / "lock"))
+    acquire(lock, root, lock_timeout(), None)
+    try:
+        write_owner(root)
+        finish(root)
+    finally:
+        clear_owner(root)
+        lock.release()
 
 
 #: the file holding gc's horizon (Store.gc_horizon)
@@ -125,6 +143,8 @@ class Store:
     @classmethod
     def open(cls, root: Path) -> Store:
         root = Path(root)
+        if committed(root):
+            _finish_upgrade(root)
         return cls(root, read_config(root))
 
     def close(self) -> None:
@@ -272,12 +292,9 @@ class Store:
 
     def markers(self) -> dict[str, Marker]:
         """Every overlay ref's target -> its newest marker (active or lifted).
-        Cheap when nothing was ever forgotten: one look at refs/overlay."""
-        folder = self.root / "refs" / "overlay"
-        try:
-            if not any(os.scandir(folder)):
-                return {}
-        except (FileNotFoundError, NotADirectoryError):
+        Cheap when nothing was ever forgotten: one look at refs/overlay and
+        packed-refs."""
+        if not self.refs.any_under("overlay"):
             return {}
         n = len(OVERLAY_PREFIX)
         return {
