@@ -38,6 +38,7 @@ from histstore.history.importers import (
     Resume,
     SessionMeta,
     claude_code,
+    codex,
     turns_jsonl,
 )
 from histstore.history.importers.detect import check_format, format_of, list_files
@@ -56,7 +57,11 @@ from histstore.store.oplog import Operation, RefChange
 from histstore.store.refs import check_component
 from histstore.store.store import SESSION_PREFIX, Store
 
-PARSERS = {"turns": turns_jsonl.parse_file, "claude-code": claude_code.parse_file}
+PARSERS = {
+    "turns": turns_jsonl.parse_file,
+    "claude-code": claude_code.parse_file,
+    "codex": codex.parse_file,
+}
 
 
 def stored_turn(put: Callable[[str, bytes], str], turn: Turn) -> dict[str, Any]:
