@@ -1161,3 +1161,60 @@ def test_an_unfinished_last_line_waits_for_the_next_import(tmp_path: pathlib.Pat
     turns, problems, _ = parse(path)
     assert problems == [] and [t["turn_id"] for t in turns] == ["t1"]
     assert all(not ln.endswith('"payl') for ln in turns[0]["raw"])
+
+
+def test_import_of_a_grown_rollout_reads_only_its_tail(tmp_path: pathlib.Path) -> None:
+    """Through the store: a re-import reads nothing, an appended rollout is read
+    from the start of its last turn, and the store ends as a fresh import of
+    the whole file would make it."""
+    from histstore.ops.importing import import_paths
+    from histstore.store.store import Store
+
+    r = Rollout()
+    r.meta()
+    for n in range(1, 6):
+        r.turn_12x(f"t{n}", f"prompt {n}", f"answer {n}")
+    path = r.write(rollout_path(tmp_path))
+    store, _ = Store.init(tmp_path / "store")
+    with store:
+        first = import_paths(store, [path])
+        assert (first.turns_added, first.files) == (5, 1)
+        read: list[int] = []
+        again = import_paths(store, [path], progress=read.append)
+        assert again.operation is None and again.files_unchanged == 1 and again.files == 0
+        size = path.stat().st_size
+        for n in range(6, 8):
+            r.turn_12x(f"t{n}", f"prompt {n}", f"answer {n}")
+        r.write(path)
+        read.clear()
+        grown = import_paths(store, [path], progress=read.append)
+        assert (grown.turns_added, grown.turns_unchanged, grown.turns_revised) == (2, 1, 0)
+        tail = path.stat().st_size - size
+        assert tail < sum(read) < tail + size // 4  # the last turn read again, no more
+        ours = [(t.turn_id, t.object) for t in store.session(SID).turns]
+    fresh, _ = Store.init(tmp_path / "fresh")
+    with fresh:
+        import_paths(fresh, [path])
+        assert [(t.turn_id, t.object) for t in fresh.session(SID).turns] == ours
+
+
+def test_a_rollout_first_seen_empty_is_read_as_codex_later(tmp_path: pathlib.Path) -> None:
+    """Codex creates the file before it writes to it: an empty file found in a
+    folder imports nothing, and is detected again once it holds lines."""
+    from histstore.ops.importing import import_paths
+    from histstore.store.store import Store
+
+    path = rollout_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text("")
+    store, _ = Store.init(tmp_path / "store")
+    with store:
+        rep = import_paths(store, [tmp_path / "sessions"])
+        assert rep.complete and rep.turns_added == 0
+        r = Rollout()
+        r.meta()
+        r.turn_12x("t1", "hello", "hi")
+        r.write(path)
+        rep = import_paths(store, [tmp_path / "sessions"])
+        assert rep.complete and rep.turns_added == 1
+        assert store.session(SID).agent == "codex"

@@ -156,9 +156,11 @@ class Sources:
         )
 
     def known_format(self, path: Path) -> str | None:
-        """The format the file had when last imported (None: never imported)."""
+        """The format the file had when last imported (None: never imported, or
+        empty then: an empty file's format was a guess, told again once it
+        holds lines)."""
         known = self.file_state(self.key(path))
-        return known.format if known is not None else None
+        return known.format if known is not None and known.size > 0 else None
 
     def plan(self, path: Path, fmt: str) -> Resume | bool | None:
         """What an import must read of ``path``: ``False`` nothing (it is as it
