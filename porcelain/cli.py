@@ -116,32 +116,109 @@ def _print_report(rep: ImportReport, verb: str = "imported") -> None:
 @app.command("import")
 def import_(
     ctx: typer.Context,
-    paths: Annotated[list[Path], typer.Argument(help="Session files or folders.")],
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Session files or folders (default: every agent home found)."),
+    ] = None,
     fmt: Annotated[
         str | None,
-        typer.Option("--format", help="Force a format: turns or claude-code."),
+        typer.Option("--format", help="Force a format: turns, claude-code or codex."),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Say what would be imported (agent, path, files, new bytes); write nothing.",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Import agent sessions: Claude Code files and folders, or turn JSONL."""
+    """Import agent sessions: Claude Code, Codex CLI, turn JSONL.
+
+    Without a path, every agent home found is imported: ~/.claude (or
+    $CLAUDE_CONFIG_DIR), ~/.codex (or $CODEX_HOME)."""
+    from histstore.history.homes import agent_homes, candidates
+    from histstore.history.importers.detect import check_format
+
+    check_format(fmt)
+    store = open_store(ctx)
+    homes = []
+    if not paths:
+        homes = [h for h in agent_homes() if fmt is None or h.format == fmt]
+        if not homes:
+            looked = ", ".join(str(h.path) for h in candidates() if fmt is None or h.format == fmt)
+            if json_out:
+                typer.echo(json.dumps({"sources": [], "looked_in": looked.split(", ")}))
+            else:
+                typer.echo(f"nothing to import: no agent history found (looked in {looked})")
+            return
+    if dry_run:
+        _dry_run(store, paths or [], homes, fmt, json_out)
+        return
     from histstore.ops.importing import import_paths
 
-    store = open_store(ctx)
-    cmd = command_line(ctx, *(str(p) for p in paths))
+    targets = list(paths) if paths else [h.path for h in homes]
+    cmd = command_line(ctx, *(str(p) for p in paths or []))
+    if homes and not json_out:
+        for h in homes:
+            typer.echo(f"{h.agent}: {h.path}")
     show_bar = sys.stderr.isatty() and not json_out
     if show_bar:
         with typer.progressbar(
-            length=max(_progress_total(paths), 1), label="importing", file=sys.stderr
+            length=max(_progress_total(targets), 1), label="importing", file=sys.stderr
         ) as bar:
-            rep = import_paths(store, paths, fmt=fmt, command=cmd, progress=bar.update)
+            rep = import_paths(store, targets, fmt=fmt, command=cmd, progress=bar.update)
     else:
-        rep = import_paths(store, paths, fmt=fmt, command=cmd)
+        rep = import_paths(store, targets, fmt=fmt, command=cmd)
     if json_out:
-        typer.echo(json.dumps(rep.as_json(), ensure_ascii=False))
+        out = rep.as_json()
+        if homes:
+            out["sources"] = [{"agent": h.agent, "path": str(h.path)} for h in homes]
+        typer.echo(json.dumps(out, ensure_ascii=False))
     else:
         _print_report(rep)
     if not rep.complete:
         raise typer.Exit(1)  # documented: some input was not imported
+
+
+def _dry_run(
+    store: Any, paths: list[Path], homes: list[Any], fmt: str | None, json_out: bool
+) -> None:
+    """``hs import --dry-run``: each source, its files and new bytes; nothing written."""
+    from histstore.history.importing import dry_run
+
+    sources = [(h.path, h.agent) for h in homes] or [(p, None) for p in paths]
+    plans = dry_run(store, sources, fmt)
+    skipped = [f for sp in plans for f in sp.files if f.skip]
+    if json_out:
+        for sp in plans:
+            typer.echo(json.dumps(sp.as_json(), ensure_ascii=False))
+    else:
+        for sp in plans:
+            j = sp.as_json()
+            files = f"{j['files']} file{'s' if j['files'] != 1 else ''}"
+            parts = [f"{j['files_to_read']} to read"]
+            if j["files_unchanged"]:
+                parts.append(f"{j['files_unchanged']} unchanged")
+            if j["files_skipped"]:
+                parts.append(f"{len(j['files_skipped'])} skipped")
+            typer.echo(
+                f"{j['agent'] or '-'}  {j['path']}  {files} ({', '.join(parts)}), "
+                f"{size_text(j['new_bytes'])} new"
+            )
+        total = sum(sp.new_bytes for sp in plans)
+        to_read = sum(sp.as_json()["files_to_read"] for sp in plans)
+        typer.echo(
+            f"dry run: {to_read} file{'s' if to_read != 1 else ''} to read, "
+            f"{size_text(total)} new; nothing was written"
+        )
+    for f in skipped:
+        typer.echo(f"hs: would skip {f.path}: {f.skip}", err=True)
+    if skipped:
+        typer.echo(
+            f"hs: some input would not be imported ({len(skipped)} file(s) skipped)", err=True
+        )
+        raise typer.Exit(1)
 
 
 @app.command()
