@@ -35,6 +35,10 @@ app.add_typer(plumbing_app, name="plumbing")
 app.add_typer(memory_app, name="memory")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option("--agent", help="Only this agent's sessions: claude-code, codex, hs, ..."),
+]
 
 
 @app.callback()
@@ -298,6 +302,7 @@ def log(
         bool,
         typer.Option("--all", help="Show tombstoned turns' content too (never an excluded one's)."),
     ] = False,
+    agent: AgentOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Turns, newest first, like `git log`."""
@@ -311,10 +316,17 @@ def log(
     since_ts = parse_since(since) if since else None
     project = _project_arg(project)
     items = reads.log(
-        store, session=session, project=project, since=since_ts, limit=n, show_all=all_
+        store,
+        session=session,
+        project=project,
+        since=since_ts,
+        limit=n,
+        show_all=all_,
+        agent=agent,
     )
     if not items and not json_out:
-        typer.echo("no turns" + (" match" if (session or project or since) else " recorded yet"))
+        filtered = session or project or since or agent is not None
+        typer.echo("no turns" + (" match" if filtered else " recorded yet"))
         return
     for i, it in enumerate(items):
         if it.turn is None:
@@ -501,6 +513,7 @@ def recall(
     ] = None,
     days: Annotated[int | None, typer.Option(help="Only the last N days.")] = None,
     k: Annotated[int, typer.Option("-k", help="How many turns, 1 to 10.")] = 5,
+    agent: AgentOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Find the turns that talked about something, best first."""
@@ -518,7 +531,7 @@ def recall(
     else:
         scope = project_key(os.getcwd())
     text = " ".join(query)
-    res = recall_turns(store, text, project=scope, days=days, k=k)
+    res = recall_turns(store, text, project=scope, days=days, k=k, agent=agent)
     notes = _memory_hits(store, [" ".join(t) for t in res.query.terms], scope, everywhere)
     if json_out:
         typer.echo(
@@ -529,6 +542,7 @@ def recall(
                     "outcome": res.outcome,
                     "project": res.scope,
                     "days": days,
+                    "agent": agent,
                     "path": res.path,
                     "hits": [h.as_json() for h in res.hits],
                     "memory": [n.as_json() for n in notes],
@@ -553,7 +567,9 @@ def recall(
     for i, h in enumerate(res.hits):
         if i:
             typer.echo("")
-        typer.echo(f"{h.asked_at[:10]}  session {h.session_id[:8]}  turn {h.turn_id[:12]}")
+        typer.echo(
+            f"{h.asked_at[:10]}  session {h.session_id[:8]}  turn {h.turn_id[:12]}  {h.agent}"
+        )
         if res.scope is None:
             typer.echo(f"  project: {h.project}")
         typer.echo(f"  {h.excerpt}")
@@ -622,6 +638,8 @@ def _print_forgotten_list(items: list[Any], json_out: bool) -> None:
             if m.target_kind == "memory"
             else f"hides {f.hides} turn{'s' if f.hides != 1 else ''}"
         )
+        if f.agent:
+            hides += f" of {f.agent}"
         typer.echo(f"{m.mode:9}  {m.time}  {m.target_kind} {m.target}  ({hides})")
         if m.reason:
             typer.echo(f"           reason: {m.reason}")
@@ -643,6 +661,9 @@ def forget(
         str | None, typer.Option(help="The exact id, required without a terminal.")
     ] = None,
     list_: Annotated[bool, typer.Option("--list", help="List what is forgotten.")] = False,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="With --list: only this agent's sessions.")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Hide a session or a turn from recall (a tombstone) or also from export."""
@@ -651,8 +672,10 @@ def forget(
 
     store = open_store(ctx)
     if list_:
-        _print_forgotten_list(forgotten(store), json_out)
+        _print_forgotten_list(forgotten(store, agent=agent), json_out)
         return
+    if agent is not None:
+        raise BadInput("--agent only filters --list", hint="hs forget --list --agent NAME")
     if target is None:
         raise BadInput("name what to forget", hint="hs forget TARGET --confirm TARGET")
     t = resolve_target(store, target, confirm=confirm)
@@ -689,11 +712,11 @@ def forget(
 
 
 @app.command()
-def forgotten(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+def forgotten(ctx: typer.Context, agent: AgentOpt = None, json_out: JsonOpt = False) -> None:
     """Every tombstone and exclusion: when, why, and what it hides."""
     from histstore.ops.forget import forgotten as list_forgotten
 
-    _print_forgotten_list(list_forgotten(open_store(ctx)), json_out)
+    _print_forgotten_list(list_forgotten(open_store(ctx), agent=agent), json_out)
 
 
 @app.command()
@@ -734,6 +757,7 @@ def export(
         str | None, typer.Option(help="Only turns asked since: 2w, 3d, 12h, or a date.")
     ] = None,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to FILE.")] = None,
+    agent: AgentOpt = None,
 ) -> None:
     """Turns out of the store (excluded ones never): turn JSONL or markdown."""
     from histstore.history.reading import parse_since
@@ -742,7 +766,10 @@ def export(
     store = open_store(ctx)
     project = _project_arg(project)
     since_ts = parse_since(since) if since else None
-    for chunk in do_export(store, fmt, output, session=session, project=project, since=since_ts):
+    chunks = do_export(
+        store, fmt, output, session=session, project=project, since=since_ts, agent=agent
+    )
+    for chunk in chunks:
         typer.echo(chunk, nl=False)
 
 
@@ -800,6 +827,9 @@ def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     store = open_store(ctx)
     sessions = list(store.sessions())
     turns = sum(len(s.turns) for s in sessions)
+    agents: dict[str, int] = {}
+    for s in sessions:
+        agents[s.agent] = agents.get(s.agent, 0) + len(s.turns)
     ops = store.operations()
     objs = store.objects
     packs = loose = 0
@@ -814,6 +844,7 @@ def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         "id": store.config["store"]["id"],
         "sessions": len(sessions),
         "turns": turns,
+        "agents": dict(sorted(agents.items())),
         "projects": len({project_key(s.project) for s in sessions}),
         "objects": objs.count(),
         "packs": packs,
@@ -829,7 +860,8 @@ def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         return
     typer.echo(f"store:      {info['store']} (format {info['format']})")
     typer.echo(f"sessions:   {info['sessions']} in {info['projects']} projects")
-    typer.echo(f"turns:      {turns}")
+    by_agent = ", ".join(f"{a} {n}" for a, n in sorted(agents.items()))
+    typer.echo(f"turns:      {turns}" + (f" ({by_agent})" if by_agent else ""))
     typer.echo(f"objects:    {info['objects']} ({packs} packs, {loose} loose), {size_text(size)}")
     dirs = info["memory_dirs"]
     typer.echo(

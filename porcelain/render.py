@@ -81,9 +81,11 @@ def turn_text(turn: dict[str, Any], session: Session | None, max_lines: int | No
 
 def oneline(turn: dict[str, Any]) -> str:
     sub = "↳ " if turn.get("subagent") else ""
+    agent = turn.get("agent") or "-"
     return (
         f"{turn['turn_id'][:12]}  {when(turn['asked_at'])[:16]}  "
-        f"{turn['session_id'][:8]}  {sub}{first_line(turn.get('asked') or '(no prompt)', 70)}"
+        f"{turn['session_id'][:8]}  {agent:<11}  "
+        f"{sub}{first_line(turn.get('asked') or '(no prompt)', 70)}"
     )
 
 

@@ -61,8 +61,11 @@ def log_entries(
     session: str | None = None,
     project: str | None = None,
     since: str | None = None,
+    agent: str | None = None,
 ) -> list[LogEntry]:
-    """Every current turn matching the filters, newest first."""
+    """Every current turn matching the filters, newest first. ``agent`` is
+    compared with each session's (every importer gives one agent per session:
+    the one that wrote it)."""
     if session is not None:
         sessions = [store.session(resolve_session(store, session))]
     else:
@@ -70,6 +73,8 @@ def log_entries(
     want = project_key(project) if project is not None else None
     out = []
     for s in sessions:
+        if agent is not None and s.agent != agent:
+            continue
         if want is not None and s.project != project and project_key(s.project) != want:
             continue
         for t in s.turns:

@@ -172,7 +172,13 @@ class Sources:
         empty then: an empty file's format was a guess, told again once it
         holds lines)."""
         known = self.file_state(self.key(path))
-        return known.format if known is not None and known.size > 0 else None
+        if known is None:
+            return None
+        if known.size == 0:
+            st = _stat(path)
+            if st is None or st.st_size > 0:
+                return None
+        return known.format
 
     def plan(self, path: Path, fmt: str) -> Resume | bool | None:
         """What an import must read of ``path``: ``False`` nothing (it is as it

@@ -51,9 +51,10 @@ def log(
     since: str | None = None,
     limit: int | None = None,
     show_all: bool = False,
+    agent: str | None = None,
 ) -> list[Item]:
     """Turns newest first, as ``hs log`` gives them."""
-    entries = log_entries(store, session=session, project=project, since=since)
+    entries = log_entries(store, session=session, project=project, since=since, agent=agent)
     if limit is not None:
         entries = entries[:limit]
     vis = Visibility(Overlay.read(store))
