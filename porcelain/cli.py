@@ -427,6 +427,17 @@ def _show_turn(store: Any, r: Any, *, full: bool, raw: bool, json_out: bool) -> 
         typer.echo(json.dumps(out, ensure_ascii=False))
         return
     typer.echo(render.turn_text(turn, r.session, max_lines=None))
+    links = r.links
+    if links is not None and (links.spawned or links.started_by):
+        typer.echo("")
+        for agent, turns in links.spawned.items():
+            which = ", ".join(turns) if turns else "not in the store"
+            n = f"{len(turns)} turn{'s' if len(turns) != 1 else ''}"
+            typer.echo(
+                f"Sub-agent {agent}: {n}: {which}" if turns else f"Sub-agent {agent}: {which}"
+            )
+        if links.started_by:
+            typer.echo(f"Started by: turn {links.started_by}")
     if full:
         typer.echo("")
         for step in expand_turn(store, turn)["steps"]:

@@ -90,6 +90,33 @@ def load_turn(store: Store, object_id: str) -> dict[str, Any]:
     return turn
 
 
+@dataclass(frozen=True)
+class SubagentLinks:
+    """How a turn and sub-agents are linked (Claude Code's Task/Agent calls):
+    the sub-agents its calls started, each with the ids of its turns in the
+    session, and for a sub-agent's turn, the turn whose call started it."""
+
+    spawned: dict[str, list[str]]
+    started_by: str | None
+
+
+def subagent_links(store: Store, session: Session, turn: dict[str, Any]) -> SubagentLinks:
+    extra = turn.get("extra") if isinstance(turn.get("extra"), dict) else {}
+    ids = [a for a in (extra or {}).get("subagents") or [] if isinstance(a, str)]
+    spawned = {a: [t.turn_id for t in session.turns if t.subagent == a] for a in ids}
+    started_by = None
+    agent = turn.get("subagent")
+    if isinstance(agent, str) and agent:
+        for entry in session.turns:
+            if entry.subagent:
+                continue
+            other = load_turn(store, entry.object).get("extra") or {}
+            if isinstance(other, dict) and agent in (other.get("subagents") or []):
+                started_by = entry.turn_id
+                break
+    return SubagentLinks(spawned, started_by)
+
+
 def blob_text(store: Store, ref: Any) -> Any:
     """A value as the agent wrote it: a {"blob": id} reference read back as text."""
     if is_blob_ref(ref):

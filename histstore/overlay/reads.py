@@ -14,7 +14,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from histstore.history.reading import LogEntry, load_turn, log_entries, resolve
+from histstore.history.reading import (
+    LogEntry,
+    SubagentLinks,
+    load_turn,
+    log_entries,
+    resolve,
+    subagent_links,
+)
 from histstore.history.sources import Sources
 from histstore.overlay.markers import Marker, Overlay
 from histstore.overlay.visibility import View, Visibility
@@ -81,6 +88,8 @@ class Shown:
     names: dict[str, Any] = field(default_factory=dict)
     #: for a turn shown: where this store read it (histstore.history.sources)
     source: dict[str, Any] | None = None
+    #: for a turn shown: the sub-agents it started, or the turn that started it
+    links: SubagentLinks | None = None
 
 
 def show(store: Store, ident: str, *, show_all: bool = False) -> Shown:
@@ -96,6 +105,7 @@ def show(store: Store, ident: str, *, show_all: bool = False) -> Shown:
             sources = Sources(store)
             shown.source = sources.of(r.entry.object)
             sources.close()
+            shown.links = subagent_links(store, r.session, item.turn)
         return shown
     if r.kind == "session":
         assert r.session is not None
