@@ -68,6 +68,9 @@ def turn_header(turn: dict[str, Any], session: Session | None) -> list[str]:
     if turn.get("model"):
         meta += f"  model {turn['model']}"
     meta += f"  status {turn.get('status', 'completed')}"
+    extra = turn.get("extra")
+    if isinstance(extra, dict) and extra.get("rolled_back"):
+        meta += "  [rolled back]"  # undone in the agent (Codex thread_rolled_back), kept here
     if turn.get("tainted"):
         meta += "  [read untrusted content]"
     out.append(meta)

@@ -70,11 +70,13 @@ def test_060_rollout(tmp_path: pathlib.Path) -> None:
     assert t["tainted"] is False
     assert t["subagent"] is None
     # the response item and its event twin make one user step; mirrors add nothing
-    assert kinds(t) == ["event:context", "user", "thinking", "tool", "assistant"]
-    tool = t["steps"][3]
+    kinds_060 = ["event:context", "user", "event:snapshot", "thinking", "tool", "assistant"]
+    assert kinds(t) == kinds_060
+    assert t["steps"][2]["text"] == "abc"  # the ghost commit of the undo checkpoint
+    tool = t["steps"][4]
     assert tool["input"] == {"command": "ls", "workdir": ".", "timeout_ms": 1000}
     assert tool["output"].startswith("Exit code: 0") and tool["is_error"] is False
-    assert t["steps"][4]["model"] == "gpt-5.1-codex-max" and "phase" not in t["steps"][4]
+    assert t["steps"][5]["model"] == "gpt-5.1-codex-max" and "phase" not in t["steps"][5]
     assert t["source"] == {
         "format": "codex",
         "file": str(path),
@@ -1032,3 +1034,76 @@ def test_a_rollout_first_seen_empty_is_read_as_codex_later(tmp_path: pathlib.Pat
         rep = import_paths(store, [tmp_path / "sessions"])
         assert rep.complete and rep.turns_added == 1
         assert store.session(SID).agent == "codex"
+
+
+# --------------------------------------------------------------------------- before the envelope
+
+
+def test_a_rollout_from_before_the_envelope(tmp_path: pathlib.Path) -> None:
+    """Mid-2025 rollouts (described by other parsers, none seen here): a bare
+    header line, ``record_type`` state lines, bare response items without
+    times. Read as the envelopes they would be; every turn is asked at the
+    header's time."""
+    lines: list[Any] = [
+        {"id": SID, "timestamp": "2025-06-01T10:00:00.000Z", "instructions": None, "git": {}},
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "think"}]},
+        {
+            "type": "function_call",
+            "name": "shell",
+            "arguments": '{"command": ["ls"]}',
+            "call_id": "c",
+        },
+        {"type": "function_call_output", "call_id": "c", "output": "a.txt"},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "yo"}],
+        },
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "bye"}]},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "ok"}],
+        },
+    ]
+    path = rollout_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert detect_file(path) == "codex"
+    turns, problems, metas = parse(path)
+    assert problems == []
+    assert [(t["asked"], t["answered"]) for t in turns] == [("hi", "yo"), ("bye", "ok")]
+    assert {t["asked_at"] for t in turns} == {"2025-06-01T10:00:00.000Z"}
+    assert turns[0]["tools"] == {"shell": 1} and metas[0].session_id == SID
+    assert_raw_complete(path, turns)  # the lines as written, not as read
+    # read while it was written: from the Resume of its first nine lines
+    data = path.read_bytes()
+    path.write_bytes(b"".join(data.splitlines(keepends=True)[:9]))
+    resume = list(parse_file(path, lambda s: s))[-1]
+    assert isinstance(resume, Resume) and resume.state["legacy"]
+    path.write_bytes(data)
+    again = [t for t in parse_file(path, lambda s: s, resume=resume) if isinstance(t, dict)]
+    assert again == turns[-len(again) :]
+
+
+def test_request_user_input_and_rolled_back_in_show(hs: HS, tmp_path: pathlib.Path) -> None:
+    r = Rollout()
+    r.meta()
+    r.event("task_started", turn_id="t1")
+    r.prompt_event("set it up")
+    r.call("request_user_input", "q1", questions=[{"question": "Which DB?"}])
+    r.output("q1", "Postgres")
+    r.assistant("Set up Postgres.", phase="final_answer")
+    r.event("task_complete", turn_id="t1", last_agent_message="Set up Postgres.")
+    r.event("thread_rolled_back", num_turns=1)
+    path = r.write(rollout_path(tmp_path))
+    (t,), _, _ = parse(path)
+    (step,) = [s for s in t["steps"] if s["type"] == "tool"]
+    assert step["name"] == "request_user_input" and step["output"] == "Postgres"
+    assert hs("init").exit_code == 0
+    assert hs("import", str(path)).exit_code == 0
+    shown = hs("show", "t1").stdout
+    assert "status completed  [rolled back]" in shown

@@ -286,13 +286,41 @@ _SCAN_CHUNK = 1 << 20
 
 
 def is_codex_line(obj: Any) -> bool:
-    """True when one parsed JSON line looks like a Codex rollout record."""
+    """True when one parsed JSON line looks like a Codex rollout record (an
+    envelope, or the header of a rollout from before the envelope)."""
+    if not isinstance(obj, dict):
+        return False
+    if obj.get("type") in _LINE_TYPES and isinstance(obj.get("payload"), dict):
+        return "timestamp" in obj
+    return is_legacy_header(obj)
+
+
+def is_legacy_header(obj: Any) -> bool:
+    """The first line of a rollout from before the envelope (mid 2025): a bare
+    ``{id, timestamp, instructions, git}`` session header."""
     return (
         isinstance(obj, dict)
-        and obj.get("type") in _LINE_TYPES
-        and isinstance(obj.get("payload"), dict)
-        and "timestamp" in obj
+        and "type" not in obj
+        and "payload" not in obj
+        and isinstance(obj.get("id"), str)
+        and isinstance(obj.get("timestamp"), str)
+        and ("instructions" in obj or "git" in obj)
     )
+
+
+def _legacy_envelope(obj: dict[str, Any], legacy: dict[str, str | None]) -> dict[str, Any]:
+    """A line of a rollout from before the envelope, as the envelope it would
+    be: the header a ``session_meta``, ``{"record_type": ...}`` lines a
+    ``state`` record (kept in raw only), a bare response item a
+    ``response_item``. Those lines have no time of their own: each takes the
+    header's (the session's start)."""
+    ts = legacy.get("ts")
+    if is_legacy_header(obj) and ts is None:
+        legacy["ts"] = obj["timestamp"]
+        return {"timestamp": obj["timestamp"], "type": "session_meta", "payload": obj}
+    if "record_type" in obj:
+        return {"timestamp": ts, "type": "state", "payload": obj}
+    return {"timestamp": ts, "type": "response_item", "payload": obj}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -502,10 +530,14 @@ def _read_lines(
     problems: list[Problem],
     progress: Progress | None,
     start: Resume | None = None,
+    legacy: dict[str, str | None] | None = None,
 ) -> Iterator[_Line]:
     """Every line of the file (from ``start``), redacted, then parsed. A last
     line without its newline that is not JSON yet is being written: it is left
-    for the next import (which starts before it)."""
+    for the next import (which starts before it). A rollout from before the
+    envelope (its header first) is read as envelopes (``legacy`` holds the
+    header's time once seen, so a resumed read goes on the same way)."""
+    legacy = {} if legacy is None else legacy
     unreported = 0
     offset = start.offset if start else 0
     lineno = start.line - 1 if start else 0
@@ -537,6 +569,11 @@ def _read_lines(
                 problems.append(Problem(str(path), lineno, f"not valid JSON: {exc}"))
                 yield _Line(lineno, redact(text), None, at)
                 continue
+            if isinstance(obj, dict) and "payload" not in obj:
+                if lineno == 1 and is_legacy_header(obj):
+                    legacy["ts"] = None  # a rollout from before the envelope
+                if "ts" in legacy:
+                    obj = _legacy_envelope(obj, legacy)
             if not isinstance(obj, dict) or not isinstance(obj.get("payload"), dict):
                 what = "not a JSON object" if not isinstance(obj, dict) else "no payload object"
                 problems.append(Problem(str(path), lineno, f"not a Codex rollout record: {what}"))
@@ -1030,6 +1067,10 @@ class _Turn:
         elif ptype == "agent_message":
             text = "\n".join(_parts(p.get("content"), ("input_text", "output_text", "text")))
             self.steps.append(_event("inter_agent", text, at))
+        elif ptype == "ghost_snapshot":
+            # 0.60's undo checkpoint: a commit of the work tree before the turn
+            commit = _str(_dict(p.get("ghost_commit")).get("id")) or ""
+            self.steps.append(_event("snapshot", commit, at))
         elif ptype in ("compaction", "context_compaction"):
             self.primary.add("compact")
             self.steps.append(_event("compact", "", at))
@@ -1487,12 +1528,18 @@ def _rollback_pass(path: pathlib.Path, redact: Redact, resume: Resume | None) ->
     if state is not None:
         session.restore(state)
     cutter = _Cutter(session, light=True, state=state)
-    for line in _read_lines(path, redact, [], None, resume):
+    for line in _read_lines(path, redact, [], None, resume, _legacy_of(state)):
         cutter.feed(line)
     return cutter.rolled
 
 
 # --------------------------------------------------------------------------- parsing
+
+
+def _legacy_of(state: dict[str, Any] | None) -> dict[str, str | None]:
+    """What a resumed read knows of a rollout from before the envelope."""
+    legacy = (state or {}).get("legacy")
+    return dict(legacy) if isinstance(legacy, dict) else {}
 
 
 def parse_file(
@@ -1528,6 +1575,7 @@ def parse_file(
     if resume is not None:
         cutter.turn.start_mark = dict(resume.state, offset=resume.offset, line=resume.line)
     problems: list[Problem] = []
+    legacy = _legacy_of(state)
 
     def emit(turn: _Turn) -> Iterator[Parsed]:
         rolled = turn.ordinal in rolled_first or turn.ordinal in cutter.rolled
@@ -1537,7 +1585,7 @@ def parse_file(
         if record is not None:
             yield record
 
-    for line in _read_lines(path, redact, problems, progress, resume):
+    for line in _read_lines(path, redact, problems, progress, resume, legacy):
         yield from problems
         problems.clear()
         done = cutter.feed(line)
@@ -1555,4 +1603,6 @@ def parse_file(
     else:
         state = {k: v for k, v in mark.items() if k not in ("offset", "line")}
         state.update(session.fixed(drop=last.assigned_id))
+        if legacy:
+            state["legacy"] = legacy
         yield Resume(int(mark["offset"]), int(mark["line"]), state)
