@@ -279,6 +279,11 @@ _FILE_UUID = re.compile(
 )
 _WINDOWS_PATH = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
 _ROLLBACK_MARK = b"thread_rolled_back"
+#: the one time format of the store (histstore.history.turn.format_time), with
+#: a month, day and time that can be
+_STORE_TIME = re.compile(
+    r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z"
+)
 _SCAN_CHUNK = 1 << 20
 
 
@@ -337,6 +342,8 @@ def _dict(value: Any) -> dict[str, Any]:
 def _time(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
+    if _STORE_TIME.fullmatch(value):
+        return value  # already the store's form (what Codex writes): no need to parse
     try:
         return normalize_time(value)
     except (BadInput, ValueError, OverflowError):
@@ -522,6 +529,15 @@ class _Line:
     obj: dict[str, Any] | None  # None: not a usable record (kept in raw only)
     #: the byte offset of the line in its file
     offset: int = 0
+    #: its usable timestamp, in the store's form (None: none)
+    at: str | None = None
+    #: what it means for cutting (see :func:`_classify`), once asked
+    cls: tuple[str, str] | None = None
+
+    def classified(self) -> tuple[str, str]:
+        if self.cls is None:
+            self.cls = _classify(self.obj)
+        return self.cls
 
 
 def _read_lines(
@@ -579,7 +595,7 @@ def _read_lines(
                 problems.append(Problem(str(path), lineno, f"not a Codex rollout record: {what}"))
                 yield _Line(lineno, text, None, at)
                 continue
-            yield _Line(lineno, text, obj, at)
+            yield _Line(lineno, text, obj, at, _time(obj.get("timestamp")))
     if progress is not None and unreported:
         progress(unreported)
 
@@ -607,7 +623,7 @@ class _Session:
         obj = line.obj
         if obj is None:
             return
-        at = _time(obj.get("timestamp"))
+        at = line.at
         if at is not None:
             self.last_time = (at, line.lineno)
         payload = _dict(obj.get("payload"))
@@ -892,7 +908,7 @@ class _Turn:
         """Take one line: ``role`` is ``open`` (before the prompt), ``own`` or
         ``foreign`` (a prompt-less task appended to this turn); ``sig`` says the
         line is this turn's prompt (``E``) or its partner (``R``), or the other way."""
-        kind, text = _classify(line.obj)
+        kind, text = line.classified()
         self._cut_state(line, role, kind, text, sig)
         if self.light:
             return
@@ -903,7 +919,7 @@ class _Turn:
         obj = line.obj
         if obj is None:
             return
-        at = _time(obj.get("timestamp"))
+        at = line.at
         if at is not None:
             self.last_time = at
             self.first_time = self.first_time or at
@@ -1452,7 +1468,7 @@ class _Cutter:
         self.pending_mark = mark
 
     def feed(self, line: _Line) -> _Turn | None:
-        kind, text = _classify(line.obj)
+        kind, text = line.classified()
         mark = self._mark(line) if kind in _MAYBE_START else None
         self.session.observe(line)
         turn = self.turn
