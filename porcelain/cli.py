@@ -35,6 +35,10 @@ app.add_typer(plumbing_app, name="plumbing")
 app.add_typer(memory_app, name="memory")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option("--agent", help="Only this agent's sessions: claude-code, codex, hs, ..."),
+]
 
 
 @app.callback()
@@ -116,32 +120,109 @@ def _print_report(rep: ImportReport, verb: str = "imported") -> None:
 @app.command("import")
 def import_(
     ctx: typer.Context,
-    paths: Annotated[list[Path], typer.Argument(help="Session files or folders.")],
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Session files or folders (default: every agent home found)."),
+    ] = None,
     fmt: Annotated[
         str | None,
-        typer.Option("--format", help="Force a format: turns or claude-code."),
+        typer.Option("--format", help="Force a format: turns, claude-code or codex."),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Say what would be imported (agent, path, files, new bytes); write nothing.",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Import agent sessions: Claude Code files and folders, or turn JSONL."""
+    """Import agent sessions: Claude Code, Codex CLI, turn JSONL.
+
+    Without a path, every agent home found is imported: ~/.claude (or
+    $CLAUDE_CONFIG_DIR), ~/.codex (or $CODEX_HOME)."""
+    from histstore.history.homes import agent_homes, candidates
+    from histstore.history.importers.detect import check_format
+
+    check_format(fmt)
+    store = open_store(ctx)
+    homes = []
+    if not paths:
+        homes = [h for h in agent_homes() if fmt is None or h.format == fmt]
+        if not homes:
+            looked = ", ".join(str(h.path) for h in candidates() if fmt is None or h.format == fmt)
+            if json_out:
+                typer.echo(json.dumps({"sources": [], "looked_in": looked.split(", ")}))
+            else:
+                typer.echo(f"nothing to import: no agent history found (looked in {looked})")
+            return
+    if dry_run:
+        _dry_run(store, paths or [], homes, fmt, json_out)
+        return
     from histstore.ops.importing import import_paths
 
-    store = open_store(ctx)
-    cmd = command_line(ctx, *(str(p) for p in paths))
+    targets = list(paths) if paths else [h.path for h in homes]
+    cmd = command_line(ctx, *(str(p) for p in paths or []))
+    if homes and not json_out:
+        for h in homes:
+            typer.echo(f"{h.agent}: {h.path}")
     show_bar = sys.stderr.isatty() and not json_out
     if show_bar:
         with typer.progressbar(
-            length=max(_progress_total(paths), 1), label="importing", file=sys.stderr
+            length=max(_progress_total(targets), 1), label="importing", file=sys.stderr
         ) as bar:
-            rep = import_paths(store, paths, fmt=fmt, command=cmd, progress=bar.update)
+            rep = import_paths(store, targets, fmt=fmt, command=cmd, progress=bar.update)
     else:
-        rep = import_paths(store, paths, fmt=fmt, command=cmd)
+        rep = import_paths(store, targets, fmt=fmt, command=cmd)
     if json_out:
-        typer.echo(json.dumps(rep.as_json(), ensure_ascii=False))
+        out = rep.as_json()
+        if homes:
+            out["sources"] = [{"agent": h.agent, "path": str(h.path)} for h in homes]
+        typer.echo(json.dumps(out, ensure_ascii=False))
     else:
         _print_report(rep)
     if not rep.complete:
         raise typer.Exit(1)  # documented: some input was not imported
+
+
+def _dry_run(
+    store: Any, paths: list[Path], homes: list[Any], fmt: str | None, json_out: bool
+) -> None:
+    """``hs import --dry-run``: each source, its files and new bytes; nothing written."""
+    from histstore.history.importing import dry_run
+
+    sources = [(h.path, h.agent) for h in homes] or [(p, None) for p in paths]
+    plans = dry_run(store, sources, fmt)
+    skipped = [f for sp in plans for f in sp.files if f.skip]
+    if json_out:
+        for sp in plans:
+            typer.echo(json.dumps(sp.as_json(), ensure_ascii=False))
+    else:
+        for sp in plans:
+            j = sp.as_json()
+            files = f"{j['files']} file{'s' if j['files'] != 1 else ''}"
+            parts = [f"{j['files_to_read']} to read"]
+            if j["files_unchanged"]:
+                parts.append(f"{j['files_unchanged']} unchanged")
+            if j["files_skipped"]:
+                parts.append(f"{len(j['files_skipped'])} skipped")
+            typer.echo(
+                f"{j['agent'] or '-'}  {j['path']}  {files} ({', '.join(parts)}), "
+                f"{size_text(j['new_bytes'])} new"
+            )
+        total = sum(sp.new_bytes for sp in plans)
+        to_read = sum(sp.as_json()["files_to_read"] for sp in plans)
+        typer.echo(
+            f"dry run: {to_read} file{'s' if to_read != 1 else ''} to read, "
+            f"{size_text(total)} new; nothing was written"
+        )
+    for f in skipped:
+        typer.echo(f"hs: would skip {f.path}: {f.skip}", err=True)
+    if skipped:
+        typer.echo(
+            f"hs: some input would not be imported ({len(skipped)} file(s) skipped)", err=True
+        )
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -221,6 +302,7 @@ def log(
         bool,
         typer.Option("--all", help="Show tombstoned turns' content too (never an excluded one's)."),
     ] = False,
+    agent: AgentOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Turns, newest first, like `git log`."""
@@ -234,10 +316,17 @@ def log(
     since_ts = parse_since(since) if since else None
     project = _project_arg(project)
     items = reads.log(
-        store, session=session, project=project, since=since_ts, limit=n, show_all=all_
+        store,
+        session=session,
+        project=project,
+        since=since_ts,
+        limit=n,
+        show_all=all_,
+        agent=agent,
     )
     if not items and not json_out:
-        typer.echo("no turns" + (" match" if (session or project or since) else " recorded yet"))
+        filtered = session or project or since or agent is not None
+        typer.echo("no turns" + (" match" if filtered else " recorded yet"))
         return
     for i, it in enumerate(items):
         if it.turn is None:
@@ -340,6 +429,17 @@ def _show_turn(store: Any, r: Any, *, full: bool, raw: bool, json_out: bool) -> 
         typer.echo(json.dumps(out, ensure_ascii=False))
         return
     typer.echo(render.turn_text(turn, r.session, max_lines=None))
+    links = r.links
+    if links is not None and (links.spawned or links.started_by):
+        typer.echo("")
+        for agent, turns in links.spawned.items():
+            which = ", ".join(turns) if turns else "not in the store"
+            n = f"{len(turns)} turn{'s' if len(turns) != 1 else ''}"
+            typer.echo(
+                f"Sub-agent {agent}: {n}: {which}" if turns else f"Sub-agent {agent}: {which}"
+            )
+        if links.started_by:
+            typer.echo(f"Started by: turn {links.started_by}")
     if full:
         typer.echo("")
         for step in expand_turn(store, turn)["steps"]:
@@ -426,6 +526,7 @@ def recall(
     ] = None,
     days: Annotated[int | None, typer.Option(help="Only the last N days.")] = None,
     k: Annotated[int, typer.Option("-k", help="How many turns, 1 to 10.")] = 5,
+    agent: AgentOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Find the turns that talked about something, best first."""
@@ -443,7 +544,7 @@ def recall(
     else:
         scope = project_key(os.getcwd())
     text = " ".join(query)
-    res = recall_turns(store, text, project=scope, days=days, k=k)
+    res = recall_turns(store, text, project=scope, days=days, k=k, agent=agent)
     notes = _memory_hits(store, [" ".join(t) for t in res.query.terms], scope, everywhere)
     if json_out:
         typer.echo(
@@ -454,6 +555,7 @@ def recall(
                     "outcome": res.outcome,
                     "project": res.scope,
                     "days": days,
+                    "agent": agent,
                     "path": res.path,
                     "hits": [h.as_json() for h in res.hits],
                     "memory": [n.as_json() for n in notes],
@@ -478,7 +580,9 @@ def recall(
     for i, h in enumerate(res.hits):
         if i:
             typer.echo("")
-        typer.echo(f"{h.asked_at[:10]}  session {h.session_id[:8]}  turn {h.turn_id[:12]}")
+        typer.echo(
+            f"{h.asked_at[:10]}  session {h.session_id[:8]}  turn {h.turn_id[:12]}  {h.agent}"
+        )
         if res.scope is None:
             typer.echo(f"  project: {h.project}")
         typer.echo(f"  {h.excerpt}")
@@ -547,6 +651,8 @@ def _print_forgotten_list(items: list[Any], json_out: bool) -> None:
             if m.target_kind == "memory"
             else f"hides {f.hides} turn{'s' if f.hides != 1 else ''}"
         )
+        if f.agent:
+            hides += f" of {f.agent}"
         typer.echo(f"{m.mode:9}  {m.time}  {m.target_kind} {m.target}  ({hides})")
         if m.reason:
             typer.echo(f"           reason: {m.reason}")
@@ -568,6 +674,9 @@ def forget(
         str | None, typer.Option(help="The exact id, required without a terminal.")
     ] = None,
     list_: Annotated[bool, typer.Option("--list", help="List what is forgotten.")] = False,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="With --list: only this agent's sessions.")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Hide a session or a turn from recall (a tombstone) or also from export."""
@@ -576,8 +685,10 @@ def forget(
 
     store = open_store(ctx)
     if list_:
-        _print_forgotten_list(forgotten(store), json_out)
+        _print_forgotten_list(forgotten(store, agent=agent), json_out)
         return
+    if agent is not None:
+        raise BadInput("--agent only filters --list", hint="hs forget --list --agent NAME")
     if target is None:
         raise BadInput("name what to forget", hint="hs forget TARGET --confirm TARGET")
     t = resolve_target(store, target, confirm=confirm)
@@ -614,11 +725,11 @@ def forget(
 
 
 @app.command()
-def forgotten(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+def forgotten(ctx: typer.Context, agent: AgentOpt = None, json_out: JsonOpt = False) -> None:
     """Every tombstone and exclusion: when, why, and what it hides."""
     from histstore.ops.forget import forgotten as list_forgotten
 
-    _print_forgotten_list(list_forgotten(open_store(ctx)), json_out)
+    _print_forgotten_list(list_forgotten(open_store(ctx), agent=agent), json_out)
 
 
 @app.command()
@@ -659,6 +770,7 @@ def export(
         str | None, typer.Option(help="Only turns asked since: 2w, 3d, 12h, or a date.")
     ] = None,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to FILE.")] = None,
+    agent: AgentOpt = None,
 ) -> None:
     """Turns out of the store (excluded ones never): turn JSONL or markdown."""
     from histstore.history.reading import parse_since
@@ -667,7 +779,10 @@ def export(
     store = open_store(ctx)
     project = _project_arg(project)
     since_ts = parse_since(since) if since else None
-    for chunk in do_export(store, fmt, output, session=session, project=project, since=since_ts):
+    chunks = do_export(
+        store, fmt, output, session=session, project=project, since=since_ts, agent=agent
+    )
+    for chunk in chunks:
         typer.echo(chunk, nl=False)
 
 
@@ -731,9 +846,8 @@ def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         return
     typer.echo(f"store:      {info['store']} (format {info['format']})")
     typer.echo(f"sessions:   {info['sessions']} in {info['projects']} projects")
-    per = info["turns_per_agent"]
-    agents = ", ".join(f"{a} {n}" for a, n in per.items()) if len(per) > 1 else ""
-    typer.echo(f"turns:      {turns}" + (f" ({agents})" if agents else ""))
+    by_agent = ", ".join(f"{a} {n}" for a, n in info["agents"].items())
+    typer.echo(f"turns:      {turns}" + (f" ({by_agent})" if by_agent else ""))
     typer.echo(f"objects:    {info['objects']} ({packs} packs, {loose} loose), {size_text(size)}")
     dirs = info["memory_dirs"]
     typer.echo(

@@ -47,6 +47,17 @@ def indent(text: str, max_lines: int | None = None) -> str:
     return body
 
 
+def asked_text(turn: dict[str, Any]) -> str:
+    """What was asked, or why there is nothing: a sub-agent's warm-up (Claude
+    Code primes an Explore agent with no prompt of anyone's), or no prompt."""
+    if turn.get("asked"):
+        return str(turn["asked"])
+    extra = turn.get("extra")
+    if isinstance(extra, dict) and extra.get("warmup"):
+        return "(sub-agent warm-up)"
+    return "(no prompt)"
+
+
 def turn_header(turn: dict[str, Any], session: Session | SessionInfo | None) -> list[str]:
     out = [f"turn {turn['turn_id']}"]
     title = f"  ({first_line(session.title, 60)})" if session and session.title else ""
@@ -58,6 +69,9 @@ def turn_header(turn: dict[str, Any], session: Session | SessionInfo | None) -> 
     if turn.get("model"):
         meta += f"  model {turn['model']}"
     meta += f"  status {turn.get('status', 'completed')}"
+    extra = turn.get("extra")
+    if isinstance(extra, dict) and extra.get("rolled_back"):
+        meta += "  [rolled back]"  # undone in the agent (Codex thread_rolled_back), kept here
     if turn.get("tainted"):
         meta += "  [read untrusted content]"
     out.append(meta)
@@ -75,7 +89,7 @@ def turn_text(
 ) -> str:
     parts = turn_header(turn, session)
     parts.append("")
-    parts.append(indent(turn.get("asked") or "(no prompt)", max_lines))
+    parts.append(indent(asked_text(turn), max_lines))
     parts.append("")
     answered = turn.get("answered") or "(no answer)"
     parts.append(indent(answered, max_lines))
@@ -84,9 +98,11 @@ def turn_text(
 
 def oneline(turn: dict[str, Any]) -> str:
     sub = "↳ " if turn.get("subagent") else ""
+    agent = turn.get("agent") or "-"
     return (
         f"{turn['turn_id'][:12]}  {when(turn['asked_at'])[:16]}  "
-        f"{turn['session_id'][:8]}  {sub}{first_line(turn.get('asked') or '(no prompt)', 70)}"
+        f"{turn['session_id'][:8]}  {agent:<11}  "
+        f"{sub}{first_line(asked_text(turn), 70)}"
     )
 
 
@@ -95,7 +111,8 @@ def step_text(step: dict[str, Any]) -> str:
     at = f"  {when(step.get('at'))}" if step.get("at") else ""
     if kind == "tool":
         err = "  [error]" if step.get("is_error") else ""
-        head = f"── tool {step.get('name')}{err}{at}"
+        spawned = f"  → sub-agent {step['subagent']}" if step.get("subagent") else ""
+        head = f"── tool {step.get('name')}{err}{spawned}{at}"
         inp = json.dumps(step.get("input"), ensure_ascii=False, indent=2, sort_keys=True)
         out = step.get("output")
         body = indent(inp)

@@ -65,10 +65,13 @@ def log_entries(
     project: str | None = None,
     since: str | None = None,
     limit: int | None = None,
+    agent: str | None = None,
 ) -> list[LogEntry]:
     """Every current turn matching the filters (the turn's own project),
     newest first, at most ``limit``: from the summary (histstore.history.
-    summary), else by reading every session."""
+    summary), else by reading every session. ``agent`` is compared with each
+    session's (every importer gives one agent per session: the one that
+    wrote it)."""
     sid = resolve_session(store, session) if session is not None else None
     if sid is not None:
         rev = store.session_ref(sid)
@@ -77,12 +80,14 @@ def log_entries(
     summary = open_summary(store)
     if summary is not None:
         with summary:
-            rows = summary.log(session=sid, project=project, since=since, limit=limit)
+            rows = summary.log(session=sid, project=project, since=since, limit=limit, agent=agent)
         return [LogEntry(r.entry, r.session) for r in rows]
     sessions = [store.session(sid)] if sid is not None else list(store.sessions())
     want = project_key(project) if project is not None else None
     out = []
     for s in sessions:
+        if agent is not None and s.agent != agent:
+            continue
         for t in s.turns:
             own = t.project or s.project
             if want is not None and own != project and project_key(own) != want:
@@ -97,6 +102,33 @@ def log_entries(
 def load_turn(store: Store, object_id: str) -> dict[str, Any]:
     turn: dict[str, Any] = store.get_json(object_id, "turn")
     return turn
+
+
+@dataclass(frozen=True)
+class SubagentLinks:
+    """How a turn and sub-agents are linked (Claude Code's Task/Agent calls):
+    the sub-agents its calls started, each with the ids of its turns in the
+    session, and for a sub-agent's turn, the turn whose call started it."""
+
+    spawned: dict[str, list[str]]
+    started_by: str | None
+
+
+def subagent_links(store: Store, session: Session, turn: dict[str, Any]) -> SubagentLinks:
+    extra = turn.get("extra") if isinstance(turn.get("extra"), dict) else {}
+    ids = [a for a in (extra or {}).get("subagents") or [] if isinstance(a, str)]
+    spawned = {a: [t.turn_id for t in session.turns if t.subagent == a] for a in ids}
+    started_by = None
+    agent = turn.get("subagent")
+    if isinstance(agent, str) and agent:
+        for entry in session.turns:
+            if entry.subagent:
+                continue
+            other = load_turn(store, entry.object).get("extra") or {}
+            if isinstance(other, dict) and agent in (other.get("subagents") or []):
+                started_by = entry.turn_id
+                break
+    return SubagentLinks(spawned, started_by)
 
 
 def blob_text(store: Store, ref: Any) -> Any:

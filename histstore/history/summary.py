@@ -296,6 +296,7 @@ class Summary:
         project: str | None = None,
         since: str | None = None,
         limit: int | None = None,
+        agent: str | None = None,
     ) -> list[Row]:
         """Current turns matching the filters, newest first (as
         histstore.history.reading.log_entries orders them)."""
@@ -311,6 +312,9 @@ class Summary:
         if since is not None:
             where.append("t.asked_at >= ?")
             args.append(since)
+        if agent is not None:
+            where.append("s.agent = ?")
+            args.append(agent)
         sql = (
             "SELECT t.session_id, t.turn_id, t.object, t.asked_at, t.subagent, t.project,"
             " s.rev, s.project, s.agent, s.title, s.turns"

@@ -42,7 +42,7 @@ def status_info(store: Store) -> dict[str, Any]:
         "id": store.config["store"]["id"],
         "sessions": counts["sessions"],
         "turns": counts["turns"],
-        "turns_per_agent": counts["agents"],
+        "agents": counts["agents"],
         "projects": counts["projects"],
         "objects": objs.count_fast() if isinstance(objs, DiskObjectStore) else objs.count(),
         "packs": packs,

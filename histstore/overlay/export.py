@@ -32,12 +32,13 @@ def exported_turns(
     session: str | None = None,
     project: str | None = None,
     since: str | None = None,
+    agent: str | None = None,
 ) -> Iterator[tuple[Session | SessionInfo, dict[str, Any]]]:
     """(session, turn record) oldest first, exclusions left out. The overlay is
     read again as the export goes (every ``RECHECK`` turns), so an exclusion
     made while a long export runs holds for the turns not yet written."""
     vis = Visibility(Overlay.read(store))
-    entries = log_entries(store, session=session, project=project, since=since)
+    entries = log_entries(store, session=session, project=project, since=since, agent=agent)
     for i, e in enumerate(reversed(entries)):
         if i and i % RECHECK == 0:
             vis = Visibility(Overlay.read(store))
@@ -100,13 +101,14 @@ def export(
     session: str | None = None,
     project: str | None = None,
     since: str | None = None,
+    agent: str | None = None,
 ) -> Iterator[str]:
     """The export as text chunks; with ``output``, written to that file
     (atomically, and never inside the store) and nothing yielded."""
     if fmt not in FORMATS:
         raise BadInput(f"unknown export format {fmt!r}", hint="use jsonl or markdown")
     target = store.check_outside(output, "--output") if output is not None else None
-    turns = exported_turns(store, session=session, project=project, since=since)
+    turns = exported_turns(store, session=session, project=project, since=since, agent=agent)
     if fmt == "jsonl":
         chunks: Iterator[str] = (jsonl_line(t) + "\n" for _, t in turns)
     else:

@@ -14,7 +14,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from histstore.history.reading import LogEntry, load_turn, log_entries, resolve
+from histstore.history.reading import (
+    LogEntry,
+    SubagentLinks,
+    load_turn,
+    log_entries,
+    resolve,
+    subagent_links,
+)
 from histstore.history.sources import Sources
 from histstore.history.summary import SessionInfo
 from histstore.overlay.markers import Marker, Overlay
@@ -52,9 +59,12 @@ def log(
     since: str | None = None,
     limit: int | None = None,
     show_all: bool = False,
+    agent: str | None = None,
 ) -> list[Item]:
     """Turns newest first, as ``hs log`` gives them."""
-    entries = log_entries(store, session=session, project=project, since=since, limit=limit)
+    entries = log_entries(
+        store, session=session, project=project, since=since, limit=limit, agent=agent
+    )
     vis = Visibility(Overlay.read(store))
     return [_item(store, vis, View.LOG, e, show_all) for e in entries]
 
@@ -81,6 +91,8 @@ class Shown:
     source: dict[str, Any] | None = None
     #: the format-1 id that was asked for, when it was one (hs upgrade)
     old_id: str | None = None
+    #: for a turn shown: the sub-agents it started, or the turn that started it
+    links: SubagentLinks | None = None
 
 
 def show(store: Store, ident: str, *, show_all: bool = False) -> Shown:
@@ -96,6 +108,18 @@ def show(store: Store, ident: str, *, show_all: bool = False) -> Shown:
             sources = Sources(store)
             shown.source = sources.of(r.entry.object)
             sources.close()
+            session = r.session
+            extra = item.turn.get("extra")
+            linked = item.turn.get("subagent") or (
+                isinstance(extra, dict) and extra.get("subagents")
+            )
+            if linked and not isinstance(session, Session):  # the summary's listing
+                session = store.load_session(session.rev)
+            shown.links = (
+                subagent_links(store, session, item.turn)
+                if isinstance(session, Session)
+                else SubagentLinks({}, None)
+            )
         return shown
     if r.kind == "session":
         s = r.session

@@ -11,6 +11,9 @@ from histstore.recall.index import SCHEMA_VERSION, RecallIndex
 from histstore.store.check import Finding
 from histstore.store.store import Store
 
+#: schemas an older hs wrote, rebuilt by the next catch-up
+OLDER_SCHEMAS = frozenset({"1"})
+
 
 def check_index(store: Store, *, compare: bool) -> list[Finding]:
     """The current generation of the recall index: readable, whole, and holding
@@ -33,6 +36,17 @@ def check_index(store: Store, *, compare: bool) -> list[Finding]:
     except (HistError, sqlite3.Error) as e:
         return [Finding("error", "index", f"{e}; rebuild it with `hs plumbing index-build`")]
     out = [Finding("error", "index", f"damaged: {b}", path.name) for b in bad[:5]]
+    if meta.get("schema") in OLDER_SCHEMAS:
+        out.append(
+            Finding(
+                "warning",
+                "index",
+                f"built by an older hs (schema {meta.get('schema')}); "
+                "the next write or hs recall rebuilds it",
+                path.name,
+            )
+        )
+        return out
     if meta.get("schema") != SCHEMA_VERSION:
         out.append(Finding("error", "index", f"unknown schema {meta.get('schema')!r}", path.name))
     last = store.refs.last_operation()

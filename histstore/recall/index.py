@@ -47,7 +47,9 @@ from histstore.store.store import Store
 if TYPE_CHECKING:
     pass
 
-SCHEMA_VERSION = "1"
+#: 2: the ``proj`` column also holds the agent's token (``--agent``); a
+#: generation of an older schema is rebuilt by the next catch-up
+SCHEMA_VERSION = "2"
 KEEP = 3
 
 _GEN = re.compile(r"^gen-(\d+)\.sqlite$")
@@ -61,14 +63,15 @@ CREATE TABLE turn(
     object TEXT NOT NULL,
     project TEXT NOT NULL,          -- as recorded
     pkey TEXT NOT NULL,             -- histstore.project.project_key(project)
-    proj TEXT NOT NULL,             -- a token naming pkey, for the FTS column filter
+    proj TEXT NOT NULL,             -- tokens naming pkey and the agent, for the FTS filters
     asked_at TEXT NOT NULL,
     asked TEXT NOT NULL,
     answered TEXT NOT NULL,
     files TEXT NOT NULL,            -- read and edited paths, one per line (searched)
     read_json TEXT NOT NULL,
     edited_json TEXT NOT NULL,
-    tainted INTEGER NOT NULL
+    tainted INTEGER NOT NULL,
+    agent TEXT NOT NULL             -- the session's agent (schema 2)
 );
 """
 # made after a build's bulk load (faster than keeping them up to date row by row)
@@ -250,7 +253,8 @@ class RecallIndex(Replay):
         if path is None:
             return True
         with self._reading(path) as conn:
-            return self._meta(conn).get("applied_op") != applied
+            meta = self._meta(conn)
+        return meta.get("applied_op") != applied or meta.get("schema") != SCHEMA_VERSION
 
     # -------------------------------------------------------- build
 
@@ -443,6 +447,9 @@ class RecallIndex(Replay):
                 return self.build().rows  # build() takes the (re-entrant) lock
             conn = self._connect(path, write=True)
             try:
+                if self._meta(conn).get("schema") != SCHEMA_VERSION:
+                    conn.close()
+                    return self.build().rows  # an older schema: a whole new generation
                 return self._catch_up(conn)
             except _TooMuch:
                 conn.close()
@@ -459,10 +466,12 @@ class RecallIndex(Replay):
         project: str | None = None,
         days: int | None = None,
         k: int = 5,
+        agent: str | None = None,
         fallback: bool = False,
     ) -> RecallResult:
         """The k best turns for ``text``: within ``project`` (a directory; None
-        searches everywhere) and the last ``days`` days. Never takes a lock."""
+        searches everywhere), the last ``days`` days, and of one ``agent``'s
+        sessions (None: every agent's). Never takes a lock."""
         if not 1 <= k <= K_MAX:
             raise BadInput(f"-k {k}: give a number from 1 to {K_MAX}")
         if days is not None and days < 1:
@@ -487,17 +496,19 @@ class RecallIndex(Replay):
             since = None
             if days is not None:
                 since = int((_now() - timedelta(days=days)).timestamp() * 1000) * 4096
+            if agent is not None and not agent.strip():
+                raise BadInput("--agent: give an agent's name (claude-code, codex, ...)")
             if use_like:
-                ranked = scan_like(conn, query, scope, since, k)
+                ranked = scan_like(conn, query, scope, since, k, agent)
             else:
-                ranked = ranked_fts(conn, query, scope, since, k)
+                ranked = ranked_fts(conn, query, scope, since, k, agent)
             # the overlay is merged at read time: a target forgotten a moment ago is
             # hidden even before the index has dropped its rows
             overlay = Overlay.read(self.store)
             hits = hits_of(conn, query, ranked, k, overlay)
             if hits:
                 outcome = "found"
-            elif days is not None and any_match(conn, query, scope, use_like, overlay):
+            elif days is not None and any_match(conn, query, scope, use_like, overlay, agent):
                 outcome = "no-match-in-days"
             else:
                 outcome = "no-match"
@@ -534,6 +545,7 @@ def recall(
     project: str | None = None,
     days: int | None = None,
     k: int = 5,
+    agent: str | None = None,
 ) -> RecallResult:
     """What ``hs recall`` and every library caller ask: the index caught up
     first when it is behind the refs log (a store written before it existed,
@@ -545,6 +557,6 @@ def recall(
             with contextlib.suppress(Locked):
                 index.catch_up(timeout=0)
         fallback = os.environ.get(FALLBACK_ENV, "") not in ("", "0")
-        return index.search(text, project=project, days=days, k=k, fallback=fallback)
+        return index.search(text, project=project, days=days, k=k, agent=agent, fallback=fallback)
     finally:
         index.close()

@@ -127,11 +127,14 @@ class Hit:
     edited: list[str]
     tainted: bool
     score: float
+    #: the agent of the turn's session
+    agent: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return {
             "turn_id": self.turn_id,
             "session_id": self.session_id,
+            "agent": self.agent,
             "object": self.object,
             "project": self.project,
             "asked_at": self.asked_at,

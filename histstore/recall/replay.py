@@ -23,7 +23,7 @@ from histstore.history.project import project_key
 from histstore.history.turn import parse_time
 from histstore.overlay.markers import PREFIX as OVERLAY_PREFIX
 from histstore.overlay.markers import Marker, Overlay, load_marker
-from histstore.recall.search import proj_token
+from histstore.recall.search import agent_token, proj_token
 from histstore.store.kinds import Session, TurnEntry
 from histstore.store.store import SESSION_PREFIX, Store
 
@@ -85,7 +85,8 @@ class Replay:
             entry.object,
             session.project,
             pkey,
-            proj_token(pkey),
+            # the project's token and the agent's: both filters inside the MATCH
+            f"{proj_token(pkey)} {agent_token(session.agent)}",
             entry.asked_at,
             turn.get("asked") or "",
             turn.get("answered") or "",
@@ -93,8 +94,9 @@ class Replay:
             json.dumps(turn.get("files", []), ensure_ascii=False),
             json.dumps(turn.get("edited", []), ensure_ascii=False),
             1 if turn.get("tainted") else 0,
+            session.agent,
         )
-        conn.execute("INSERT INTO turn VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", values)
+        conn.execute("INSERT INTO turn VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", values)
         if fts:
             conn.execute(
                 "INSERT INTO fts(rowid, asked, answered, files, proj) VALUES (?,?,?,?,?)",

@@ -27,6 +27,11 @@ def proj_token(pkey: str) -> str:
     return "p" + str(blake3.blake3(pkey.encode("utf-8")).hexdigest())[:20]
 
 
+def agent_token(agent: str) -> str:
+    """The token naming an agent in the ``proj`` column (beside the project's)."""
+    return "a" + str(blake3.blake3(agent.encode("utf-8")).hexdigest())[:20]
+
+
 def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -50,6 +55,7 @@ def ranked_fts(
     scope: str | None,
     since: int | None,
     k: int,
+    agent: str | None = None,
 ) -> list[tuple[int, float]]:
     """bm25 over FTS5, with the work bounded for very common terms. bm25
     weighs a term by how rare it is, which means reading every match of it:
@@ -61,17 +67,23 @@ def ranked_fts(
     rare = tuple(t for t in query.terms if not is_common(conn, t))
     ranked: list[tuple[int, float]] = []
     if rare:
-        ranked = ranked_bm25(conn, rare, scope, since, k)
+        ranked = ranked_bm25(conn, rare, scope, since, k, agent)
     if len(ranked) < k * 3 and len(rare) < len(query.terms):
         have = {r for r, _ in ranked}
-        ranked += [(r, 0.0) for r in newest(conn, query.terms, scope, since, k) if r not in have]
+        ranked += [
+            (r, 0.0) for r in newest(conn, query.terms, scope, since, k, agent) if r not in have
+        ]
     return ranked
 
 
-def match_expr(terms: tuple[tuple[str, ...], ...], scope: str | None) -> str:
+def match_expr(
+    terms: tuple[tuple[str, ...], ...], scope: str | None, agent: str | None = None
+) -> str:
     match = f"({Query.fts_of(terms)})"
     if scope is not None:
         match = f"proj : {proj_token(scope)} AND {match}"
+    if agent is not None:
+        match = f"proj : {agent_token(agent)} AND {match}"
     return match
 
 
@@ -81,9 +93,10 @@ def newest(
     scope: str | None,
     since: int | None,
     k: int,
+    agent: str | None = None,
 ) -> list[int]:
     sql = "SELECT rowid FROM fts WHERE fts MATCH ?"
-    args: list[Any] = [match_expr(terms, scope)]
+    args: list[Any] = [match_expr(terms, scope, agent)]
     if since is not None:
         sql += " AND rowid >= ?"
         args.append(since)
@@ -98,9 +111,10 @@ def ranked_bm25(
     scope: str | None,
     low: int | None,
     k: int,
+    agent: str | None = None,
 ) -> list[tuple[int, float]]:
     sql = "SELECT rowid, bm25(fts, 4.0, 2.0, 1.0, 0.0) AS score FROM fts WHERE fts MATCH ?"
-    args: list[Any] = [match_expr(terms, scope)]
+    args: list[Any] = [match_expr(terms, scope, agent)]
     if low is not None:
         sql += " AND rowid >= ?"
         args.append(low)
@@ -115,6 +129,7 @@ def scan_like(
     scope: str | None,
     since: int | None,
     k: int,
+    agent: str | None = None,
 ) -> list[tuple[int, float]]:
     """The same question by LIKE: candidates by substring of the folded text
     (case and accents, as the tokens of the FTS path), then the token rule
@@ -130,6 +145,9 @@ def scan_like(
     if scope is not None:
         sql += " AND pkey = ?"
         args.append(scope)
+    if agent is not None:
+        sql += " AND agent = ?"
+        args.append(agent)
     if since is not None:
         sql += " AND rowid >= ?"
         args.append(since)
@@ -152,17 +170,18 @@ def any_match(
     scope: str | None,
     like: bool,
     overlay: Overlay,
+    agent: str | None = None,
 ) -> bool:
     """Whether any turn the overlay does not hide matches, ignoring the days
     window (looking at the newest 50 matches: enough for the hint it gives)."""
     if like:
-        rowids = [r for r, _ in scan_like(conn, query, scope, None, 17)]
+        rowids = [r for r, _ in scan_like(conn, query, scope, None, 17, agent)]
     else:
         rowids = [
             r
             for (r,) in conn.execute(
                 "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT 50",
-                (match_expr(query.terms, scope),),
+                (match_expr(query.terms, scope, agent),),
             )
         ]
     for rowid in rowids:
@@ -186,7 +205,7 @@ def hits_of(
     for rowid, score in ranked:
         row = conn.execute(
             "SELECT turn_id, session_id, object, project, asked_at, asked, answered, files,"
-            " read_json, edited_json, tainted FROM turn WHERE rowid = ?",
+            " read_json, edited_json, tainted, agent FROM turn WHERE rowid = ?",
             (rowid,),
         ).fetchone()
         if row is None or row[0] in seen:
@@ -212,6 +231,7 @@ def hits_of(
                 edited=json.loads(row[9]),
                 tainted=bool(row[10]),
                 score=score,
+                agent=row[11],
             )
         )
         if len(hits) == k:
