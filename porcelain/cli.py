@@ -415,12 +415,14 @@ def recall(
     ] = None,
     days: Annotated[int | None, typer.Option(help="Only the last N days.")] = None,
     k: Annotated[int, typer.Option("-k", help="How many turns, 1 to 10.")] = 5,
+    agent: Annotated[
+        str | None, typer.Option(help="Only turns this agent recorded (e.g. claude-code).")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Find the turns that talked about something, best first."""
     from histstore.history.project import project_key
-    from histstore.recall.index import recall as recall_turns
-    from histstore.recall.query import UNTRUSTED_LABEL
+    from histstore.ops.recall import answer, render
 
     if everywhere and project is not None:
         raise BadInput("give --everywhere or --project, not both")
@@ -431,66 +433,12 @@ def recall(
         scope = _project_arg(project)
     else:
         scope = project_key(os.getcwd())
-    text = " ".join(query)
-    res = recall_turns(store, text, project=scope, days=days, k=k)
-    notes = _memory_hits(store, [" ".join(t) for t in res.query.terms], scope, everywhere)
+    ans = answer(store, " ".join(query), project=scope, days=days, k=k, agent=agent)
     if json_out:
-        typer.echo(
-            json.dumps(
-                {
-                    "query": text,
-                    "terms": [" ".join(t) for t in res.query.terms],
-                    "outcome": res.outcome,
-                    "project": res.scope,
-                    "days": days,
-                    "path": res.path,
-                    "hits": [h.as_json() for h in res.hits],
-                    "memory": [n.as_json() for n in notes],
-                },
-                ensure_ascii=False,
-            )
-        )
+        typer.echo(json.dumps(ans.as_json(), ensure_ascii=False))
         return
-    where = f" in {res.scope}" if res.scope else ""
-    if res.outcome == "empty":
-        typer.echo("nothing recorded yet: import sessions with `hs import`")
-    elif res.outcome == "no-terms":
-        typer.echo(f"nothing to look for: {text!r} holds only function words")
-    elif res.outcome == "no-match":
-        more = " (try --everywhere)" if res.scope else ""
-        typer.echo(f"no turn matches {text!r}{where}{more}")
-    elif res.outcome == "no-match-in-days":
-        typer.echo(
-            f"no turn matches {text!r}{where} in the last {days} days "
-            "(older turns do: widen or drop --days)"
-        )
-    for i, h in enumerate(res.hits):
-        if i:
-            typer.echo("")
-        typer.echo(f"{h.asked_at[:10]}  session {h.session_id[:8]}  turn {h.turn_id[:12]}")
-        if res.scope is None:
-            typer.echo(f"  project: {h.project}")
-        typer.echo(f"  {h.excerpt}")
-        if h.edited:
-            typer.echo("  edited: " + ", ".join(h.edited))
-        if h.read:
-            typer.echo("  read: " + ", ".join(h.read))
-        if h.tainted:
-            typer.echo(f"  {UNTRUSTED_LABEL}")
-    if notes:
-        typer.echo("")
-        typer.echo("memory notes:")
-        for n in notes:
-            typer.echo(f"  {n.file} ({n.scope.label}): {n.name} — {n.description}")
-
-
-def _memory_hits(store: Any, terms: list[str], scope: str | None, everywhere: bool) -> list[Any]:
-    """Memory notes that hold the query's terms (only when memory was recorded)."""
-    if not (store.root / "refs" / "memory").is_dir():
-        return []
-    from histstore.memory.prompt import search_notes
-
-    return search_notes(store, terms, scope, everywhere=everywhere)
+    for line in render(ans):
+        typer.echo(line)
 
 
 def _what(target: Any) -> str:
