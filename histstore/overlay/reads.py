@@ -1,4 +1,4 @@
-"""The read paths of history with the overlay applied: log and show.
+"""The read paths of history with the overlay applied: log, show, and the list of sessions.
 
 These are what every caller that shows turns to a person or an agent uses
 (the porcelain's ``hs log`` and ``hs show``, the MCP server): each item says
@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from histstore.history.project import project_key
 from histstore.history.reading import LogEntry, load_turn, log_entries, resolve
 from histstore.history.sources import Sources
 from histstore.overlay.markers import Marker, Overlay
@@ -123,3 +124,72 @@ def show(store: Store, ident: str, *, show_all: bool = False) -> Shown:
             return shown
     shown.payload = payload
     return shown
+
+
+@dataclass(frozen=True)
+class SessionItem:
+    """One session as the list of sessions gives it: its id, agent, turn count
+    and times always; ``title`` only when no marker withholds the session
+    (``withheld``). ``forgotten`` counts its turns the log withholds."""
+
+    session: SessionRev
+    withheld: Marker | None
+    turns: int
+    forgotten: int
+    first: str | None  # asked_at of its first turn
+    last: str | None  # asked_at of its newest turn
+
+    @property
+    def title(self) -> str | None:
+        return None if self.withheld is not None else self.session.title
+
+    def as_json(self) -> dict[str, Any]:
+        s = self.session
+        out: dict[str, Any] = {
+            "session_id": s.session_id,
+            "agent": s.agent,
+            "project": s.project,
+            "title": self.title,
+            "turns": self.turns,
+            "forgotten_turns": self.forgotten,
+            "first": self.first,
+            "last": self.last,
+        }
+        if self.withheld is not None:
+            out["forgotten"] = {"mode": self.withheld.mode, "since": self.withheld.ts}
+        return out
+
+
+def sessions(
+    store: Store,
+    *,
+    project: str | None = None,
+    since: str | None = None,
+    agent: str | None = None,
+    limit: int | None = None,
+) -> list[SessionItem]:
+    """Sessions newest first (by their newest turn): in ``project`` (a
+    directory, compared by project key), with a turn asked since ``since``,
+    recorded by ``agent``; a session a marker withholds from the log is
+    listed without its title."""
+    want = project_key(project) if project is not None else None
+    vis = Visibility(Overlay.read(store))
+    out = []
+    for s in store.sessions():
+        if agent is not None and s.agent != agent:
+            continue
+        if want is not None and s.project != project and project_key(s.project) != want:
+            continue
+        times = sorted(t.asked_at for t in s.turns)
+        if since is not None and (not times or times[-1] < since):
+            continue
+        marker = vis.session(View.LOG, s.session_id)
+        forgotten = 0
+        if vis:
+            forgotten = sum(
+                1 for t in s.turns if vis.turn(View.LOG, s.session_id, t.turn_id) is not None
+            )
+        first, last = (times[0], times[-1]) if times else (None, None)
+        out.append(SessionItem(s, marker, len(s.turns), forgotten, first, last))
+    out.sort(key=lambda i: (i.last or "", i.session.session_id), reverse=True)
+    return out[:limit] if limit is not None else out
