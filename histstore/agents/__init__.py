@@ -1,0 +1,11 @@
+"""The agents' own configuration files, which hs changes only on request.
+
+Owns where each agent keeps its settings (``homes.py``: ``CLAUDE_CONFIG_DIR``,
+``CODEX_HOME``) and the one way hs changes one of those files
+(``settings.py``): one entry set or removed in JSON or TOML, every other key
+kept byte for byte where the format allows, written atomically with a backup
+beside it, a second identical change writing nothing, and a file that does
+not parse refused and left as it is. Builds on errors and the store's write
+helpers only: the installers above it (``hs mcp install``, hooks) say what
+the entries are.
+"""
