@@ -13,6 +13,7 @@ import typer
 from histstore.errors import BadInput
 from histstore.plumbing.cli import app as plumbing_app
 from histstore.plumbing.common import command_line, new_app, open_store, store_path
+from histstore.porcelain.mcp_cli import app as mcp_app
 from histstore.porcelain.memory_cli import app as memory_app
 from histstore.porcelain.render import size_text
 from histstore.porcelain.sync_cli import register as register_sync_commands
@@ -32,6 +33,7 @@ app = new_app(
 )
 app.add_typer(plumbing_app, name="plumbing")
 app.add_typer(memory_app, name="memory")
+app.add_typer(mcp_app, name="mcp")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
 
