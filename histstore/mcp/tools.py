@@ -13,6 +13,7 @@ library's read paths (recall, ``overlay.reads``, ``memory.prompt``,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -31,6 +32,7 @@ from histstore.memory.revisions import scopes as memory_scopes
 from histstore.memory.scopes import MemoryDir, Scope, memory_dir, scope_for
 from histstore.ops.recall import Style, answer, render
 from histstore.overlay import reads
+from histstore.recall.index import RecallIndex
 from histstore.recall.query import K_MAX, UNTRUSTED_LABEL
 from histstore.store.store import Store
 
@@ -228,9 +230,24 @@ def split_pages(text: str, size: int = PAGE_CHARS) -> list[str]:
     return pages
 
 
+def _find_turn(store: Store, ident: str) -> reads.Shown:
+    """A whole turn id the recall index knows is found through it (one
+    session read); anything else (a prefix, a forgotten turn, which the index
+    no longer holds, an object id) by hs show's resolution, a scan of every
+    session."""
+    try:
+        sessions = RecallIndex(store).sessions_of(ident)
+    except HistError:
+        sessions = []
+    if len(sessions) == 1:
+        with contextlib.suppress(NotFound):
+            return reads.turn(store, sessions[0], ident)
+    return reads.show(store, ident)
+
+
 def _show_turn(env: Env, a: dict[str, Any]) -> str:
     with Store.open(env.store) as store:
-        shown = reads.show(store, a["turn_id"])
+        shown = _find_turn(store, a["turn_id"].strip())
         if shown.kind != "turn":
             raise BadInput(
                 f"{a['turn_id']!r} is a {shown.kind}, not a turn",
@@ -271,6 +288,11 @@ def _show_turn(env: Env, a: dict[str, Any]) -> str:
 # ------------------------------------------------------------------ sessions
 
 
+#: store -> session revisions read so far (a server lists sessions often; a
+#: revision is immutable, so only new ones are read again)
+_SESSION_CACHE: dict[Path, dict[str, Any]] = {}
+
+
 def _recent_sessions(env: Env, a: dict[str, Any]) -> str:
     if a["everywhere"] and a["project"] is not None:
         raise BadInput("recent_sessions: give project or everywhere, not both")
@@ -280,8 +302,9 @@ def _recent_sessions(env: Env, a: dict[str, Any]) -> str:
     since = parse_since(f"{a['days']}d") if a["days"] is not None else None
     with Store.open(env.store) as store:
         recorded = bool(store.session_refs())
+        cache = _SESSION_CACHE.setdefault(env.store, {})
         items = reads.sessions(
-            store, project=project, since=since, agent=a["agent"], limit=a["limit"]
+            store, project=project, since=since, agent=a["agent"], limit=a["limit"], cache=cache
         )
     if not items:
         if not recorded:

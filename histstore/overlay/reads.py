@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from histstore.errors import BadInput, CorruptStore, NotFound
 from histstore.history.project import project_key
 from histstore.history.reading import LogEntry, load_turn, log_entries, resolve
 from histstore.history.sources import Sources
@@ -160,6 +161,29 @@ class SessionItem:
         return out
 
 
+def _revisions(store: Store, cache: dict[str, SessionRev] | None) -> list[SessionRev]:
+    """Every session's newest revision. With a ``cache`` (revision id ->
+    revision, kept by a long-lived caller), only revisions not read before are
+    loaded: a revision is immutable, so its id always names the same one; the
+    cache is left holding only the current revisions."""
+    if cache is None:
+        return list(store.sessions())
+    out = []
+    refs = store.session_refs()
+    for sid, rev in refs.items():
+        s = cache.get(rev)
+        if s is None:
+            try:
+                s = store.load_session(rev)
+            except (NotFound, BadInput) as e:
+                raise CorruptStore(f"ref sessions/{sid}: {e}", hint="run hs fsck") from None
+            cache[rev] = s
+        out.append(s)
+    for rev in set(cache) - set(refs.values()):
+        del cache[rev]
+    return out
+
+
 def sessions(
     store: Store,
     *,
@@ -167,15 +191,16 @@ def sessions(
     since: str | None = None,
     agent: str | None = None,
     limit: int | None = None,
+    cache: dict[str, SessionRev] | None = None,
 ) -> list[SessionItem]:
     """Sessions newest first (by their newest turn): in ``project`` (a
     directory, compared by project key), with a turn asked since ``since``,
     recorded by ``agent``; a session a marker withholds from the log is
-    listed without its title."""
+    listed without its title. ``cache``: see :func:`_revisions`."""
     want = project_key(project) if project is not None else None
     vis = Visibility(Overlay.read(store))
     out = []
-    for s in store.sessions():
+    for s in _revisions(store, cache):
         if agent is not None and s.agent != agent:
             continue
         if want is not None and s.project != project and project_key(s.project) != want:
@@ -193,3 +218,17 @@ def sessions(
         out.append(SessionItem(s, marker, len(s.turns), forgotten, first, last))
     out.sort(key=lambda i: (i.last or "", i.session.session_id), reverse=True)
     return out[:limit] if limit is not None else out
+
+
+def turn(store: Store, session_id: str, turn_id: str, *, show_all: bool = False) -> Shown:
+    """One turn of a known session, as ``hs show`` gives it (a caller that
+    found the session elsewhere, such as the recall index, skips the scan of
+    every session :func:`show` does to resolve an id). NotFound when the
+    session does not hold the turn."""
+    s = store.session(session_id)
+    entry = next((t for t in s.turns if t.turn_id == turn_id), None)
+    if entry is None:
+        raise NotFound(f"session {session_id} has no turn {turn_id}")
+    vis = Visibility(Overlay.read(store))
+    item = _item(store, vis, View.SHOW, LogEntry(entry, s), show_all)
+    return Shown("turn", turn_id, item.withheld, s, entry, item.turn)
