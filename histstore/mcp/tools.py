@@ -259,7 +259,7 @@ def _show_turn(env: Env, a: dict[str, Any]) -> str:
             mode = "exclusion" if shown.withheld.mode == "exclude" else shown.withheld.mode
             return (
                 f"turn {shown.entry.turn_id}\nsession: {shown.session.session_id}\n\n"
-                f"forgotten ({mode} since {shown.withheld.ts}): its text is not shown"
+                f"forgotten ({mode} since {shown.withheld.time}): its text is not shown"
             )
         pages = split_pages(turn_text(store, shown.turn, shown.session.title))
     part: int = a["part"]
@@ -321,7 +321,7 @@ def _recent_sessions(env: Env, a: dict[str, Any]) -> str:
             out.append("")
         if it.withheld is not None:
             mode = "exclusion" if it.withheld.mode == "exclude" else it.withheld.mode
-            out.append(f"session {s.session_id}: forgotten ({mode} since {it.withheld.ts})")
+            out.append(f"session {s.session_id}: forgotten ({mode} since {it.withheld.time})")
         else:
             out.append(f"session {s.session_id}" + (f"  {it.title}" if it.title else ""))
         if project is None:

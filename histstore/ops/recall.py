@@ -89,9 +89,7 @@ def answer(
             outcome = "no-match"
         res = replace(res, hits=hits, outcome=outcome)
     terms = [" ".join(t) for t in res.query.terms]
-    notes = []
-    if (store.root / "refs" / "memory").is_dir():  # nothing to read until memory was recorded
-        notes = search_notes(store, terms, res.scope, everywhere=res.scope is None)
+    notes = search_notes(store, terms, res.scope, everywhere=res.scope is None)
     return Answer(text, res, notes, agent)
 
 

@@ -133,7 +133,7 @@ class SessionItem:
     and times always; ``title`` only when no marker withholds the session
     (``withheld``). ``forgotten`` counts its turns the log withholds."""
 
-    session: SessionRev
+    session: Session
     withheld: Marker | None
     turns: int
     forgotten: int
@@ -157,11 +157,11 @@ class SessionItem:
             "last": self.last,
         }
         if self.withheld is not None:
-            out["forgotten"] = {"mode": self.withheld.mode, "since": self.withheld.ts}
+            out["forgotten"] = {"mode": self.withheld.mode, "since": self.withheld.time}
         return out
 
 
-def _revisions(store: Store, cache: dict[str, SessionRev] | None) -> list[SessionRev]:
+def _revisions(store: Store, cache: dict[str, Session] | None) -> list[Session]:
     """Every session's newest revision. With a ``cache`` (revision id ->
     revision, kept by a long-lived caller), only revisions not read before are
     loaded: a revision is immutable, so its id always names the same one; the
@@ -191,7 +191,7 @@ def sessions(
     since: str | None = None,
     agent: str | None = None,
     limit: int | None = None,
-    cache: dict[str, SessionRev] | None = None,
+    cache: dict[str, Session] | None = None,
 ) -> list[SessionItem]:
     """Sessions newest first (by their newest turn): in ``project`` (a
     directory, compared by project key), with a turn asked since ``since``,
