@@ -78,7 +78,7 @@ def install(ctx: typer.Context, agent: AgentArg, json_out: JsonOpt = False) -> N
                     "changed": change.changed,
                     "created": change.created,
                     "backup": str(change.backup) if change.backup else None,
-                    "entry": reg.entry(agent, argv),
+                    "entry": reg.registered(agent),
                 },
                 ensure_ascii=False,
             )

@@ -1,12 +1,14 @@
-"""histstore.agents.settings: one entry of an agent's JSON or TOML settings set or
-removed, every other byte kept where the format allows; atomic, a backup beside,
-a second identical change a no-op, a file that does not parse refused untouched."""
+"""histstore.agents.settings: one entry of an agent's JSON or TOML settings set,
+merged into or removed, every other byte kept where the format allows; atomic, a
+backup beside, a second identical change a no-op, a file that does not parse
+refused untouched; lists (hooks) keep the person's entries and lose only hs's."""
 
 from __future__ import annotations
 
 import json
 import os
 import stat
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -160,7 +162,7 @@ def test_json_set_then_delete_round_trips_any_document(
     doc.pop("mcpServers", None)
     text = json.dumps(doc, indent=indent) + "\n"  # type: ignore[arg-type]
     for keys in (KEYS, ("histstore",)):
-        set_text = settings._json_change(Path("x"), text, keys, ENTRY, False, False)
+        set_text = settings._json_change(Path("x"), text, keys, lambda _: ENTRY, False)
         want = (
             {**doc, "mcpServers": {"histstore": ENTRY}}
             if len(keys) == 2
@@ -170,8 +172,95 @@ def test_json_set_then_delete_round_trips_any_document(
         # the other members' text is still there as it was
         for k in doc:
             assert json.dumps(k) in set_text
-        back = settings._json_change(Path("x"), set_text, keys, None, True, True)
+        back = settings._json_change(Path("x"), set_text, keys, lambda _: settings.DELETE, True)
         assert back == text or (keys == ("histstore",) and "histstore" in doc)
+
+
+HOOK = {"type": "command", "command": "/bin/hs capture --agent claude-code", "timeout": 30}
+
+
+def _ours(group: object) -> bool:
+    hooks = group.get("hooks", []) if isinstance(group, dict) else []
+    return any(h.get("command", "").startswith("/bin/hs capture") for h in hooks)
+
+
+def test_a_list_of_hooks_keeps_the_persons_entries_and_loses_only_ours(tmp_path: Path) -> None:
+    """What the hooks installer does with Claude Code's settings.json: hs's
+    group merged into hooks.Stop beside the person's, replaced in place by a
+    second install, removed alone by an uninstall."""
+    path = tmp_path / "settings.json"
+    theirs = {"matcher": "", "hooks": [{"type": "command", "command": "notify-send done"}]}
+    original = json.dumps({"model": "opus", "hooks": {"Stop": [theirs]}}, indent=2) + "\n"
+    path.write_text(original)
+    keys = ("hooks", "Stop")
+    group = {"hooks": [HOOK]}
+    assert settings.update_json(path, keys, lambda cur: settings.merged(cur, group, _ours)).changed
+    assert json.loads(path.read_text())["hooks"]["Stop"] == [theirs, group]
+    newer = {"hooks": [{**HOOK, "timeout": 60}]}
+    settings.update_json(path, keys, lambda cur: settings.merged(cur, newer, _ours))
+    assert json.loads(path.read_text())["hooks"]["Stop"] == [theirs, newer]
+    again = settings.update_json(path, keys, lambda cur: settings.merged(cur, newer, _ours))
+    assert not again.changed
+    assert settings.update_json(path, keys, lambda cur: settings.without(cur, _ours)).changed
+    assert path.read_text() == original
+    assert not settings.update_json(path, keys, lambda cur: settings.without(cur, _ours)).changed
+    # the only group was ours: the list goes, and the hooks table left empty
+    path.write_text('{\n  "model": "opus"\n}\n')
+    settings.update_json(path, keys, lambda cur: settings.merged(cur, group, _ours))
+    settings.update_json(path, keys, lambda cur: settings.without(cur, _ours))
+    assert path.read_text() == '{\n  "model": "opus"\n}\n'
+
+
+def test_an_update_sees_the_value_there_and_may_refuse(tmp_path: Path) -> None:
+    path = tmp_path / "a.json"
+    path.write_text('{"n": 1}\n')
+    seen: list[object] = []
+
+    def bump(cur: object) -> object:
+        seen.append(cur)
+        return cur + 1 if isinstance(cur, int) else 1
+
+    settings.update_json(path, ("n",), bump)
+    settings.update_json(path, ("m",), bump)
+    assert seen[0] == 1 and seen[-1] is settings.MISSING
+    assert json.loads(path.read_text()) == {"n": 2, "m": 1}
+
+    def refuse(cur: object) -> object:
+        raise BadInput("not ours")
+
+    before = path.read_bytes()
+    with pytest.raises(BadInput):
+        settings.update_json(path, ("n",), refuse)
+    assert path.read_bytes() == before
+    # true is not 1: a flag set to 1 by hand is set to true
+    path.write_text('{"flag": 1}\n')
+    assert settings.set_json(path, ("flag",), True).changed
+    assert json.loads(path.read_text()) == {"flag": True}
+    assert not settings.delete_json(tmp_path / "none.json", ("x",)).changed
+    assert not (tmp_path / "none.json").exists()
+
+
+def test_toml_scalars_trust_tables_and_inline_tables(tmp_path: Path) -> None:
+    """What the Codex hooks installer needs: a [features] flag, a
+    [hooks.state."<key>"] table; and a table inside an inline table."""
+    path = tmp_path / "config.toml"
+    path.write_text("# mine\n[features]\nweb_search = true  # keep\n")
+    settings.set_toml(path, ("features", "hooks"), True)
+    key = "/home/me/.codex/hooks.json:stop:0:0"
+    settings.set_toml(path, ("hooks", "state", key), {"trusted_hash": "sha256:ab"})
+    text = path.read_text()
+    assert text.startswith("# mine\n[features]\nweb_search = true  # keep\nhooks = true\n")
+    assert tomllib.loads(text)["hooks"]["state"][key] == {"trusted_hash": "sha256:ab"}
+    settings.delete_toml(path, ("hooks", "state", key))
+    settings.delete_toml(path, ("features", "hooks"))
+    assert path.read_text() == "# mine\n[features]\nweb_search = true  # keep\n"
+    path.write_text('mcp_servers = { other = { command = "x" } }  # inline\n')
+    settings.set_toml(path, ("mcp_servers", "histstore"), {"command": "hs", "args": ["mcp"]})
+    assert tomllib.loads(path.read_text())["mcp_servers"] == {
+        "other": {"command": "x"},
+        "histstore": {"command": "hs", "args": ["mcp"]},
+    }
+    assert "# inline" in path.read_text()
 
 
 def test_the_agents_homes_follow_their_variables(

@@ -37,7 +37,7 @@ def test_install_claude_code_writes_the_user_scope_entry(hs: HS, tmp_path: Path)
     assert data["numStartups"] == 3 and data["projects"] == {}
     entry = data["mcpServers"]["histstore"]
     store = str(tmp_path / "store")
-    assert entry["type"] == "stdio" and entry["env"] == {} and entry["alwaysLoad"] is True
+    assert entry["type"] == "stdio" and entry["alwaysLoad"] is True
     assert entry["args"][-3:] == ["--store", store, "mcp"]
     assert lines[1] == "  command: " + " ".join([entry["command"], *entry["args"]])
     before = path.read_bytes()
@@ -103,6 +103,39 @@ def test_install_refuses_a_broken_file_and_an_unknown_agent(hs: HS) -> None:
     r = hs("mcp", "install", "cursor")
     assert r.exit_code == 2
     assert r.stderr == ("hs: error: unknown agent 'cursor'; hint: use one of claude-code, codex\n")
+
+
+def test_install_keeps_a_persons_additions_and_never_touches_a_server_not_its_own(
+    hs: HS, tmp_path: Path
+) -> None:
+    hs("init")
+    path = Path.home() / ".claude.json"
+    assert hs("mcp", "install", "claude-code").exit_code == 0
+    data = json.loads(path.read_text())
+    data["mcpServers"]["histstore"]["env"] = {"HS_LOCK_TIMEOUT": "9"}  # added by hand
+    data["mcpServers"]["mine"] = {"command": "my-server"}
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    r = hs("--store", str(tmp_path / "elsewhere"), "mcp", "install", "claude-code")
+    assert r.exit_code == 0, r.stderr
+    entry = json.loads(path.read_text())["mcpServers"]["histstore"]
+    assert entry["env"] == {"HS_LOCK_TIMEOUT": "9"}
+    assert entry["args"][-3:] == ["--store", str(tmp_path / "elsewhere"), "mcp"]
+    assert hs("mcp", "uninstall", "claude-code").exit_code == 0
+    assert json.loads(path.read_text())["mcpServers"] == {"mine": {"command": "my-server"}}
+    # a server of another program under the same name: refused both ways
+    cfg = Path.home() / ".codex" / "config.toml"
+    cfg.parent.mkdir()
+    foreign = '[mcp_servers.histstore]\ncommand = "uvx"\nargs = ["some-other-histstore"]\n'
+    cfg.write_text(foreign)
+    for verb in ("install", "uninstall"):
+        r = hs("mcp", verb, "codex")
+        assert r.exit_code == 2 and r.stdout == ""
+        assert r.stderr == (
+            f"hs: error: {cfg}: mcp_servers.histstore is not an entry hs mcp install wrote "
+            "(it runs 'uvx'): nothing changed; hint: rename or remove that server in the "
+            "file, then run the command again\n"
+        )
+        assert cfg.read_text() == foreign and not Path(f"{cfg}.hs-backup").exists()
 
 
 def test_the_registered_command_starts_this_hs() -> None:

@@ -1,7 +1,23 @@
-"""Setting or removing one entry of an agent's JSON or TOML settings file.
+"""Changing one entry of an agent's JSON or TOML settings file, and nothing else.
 
 The file is the agent's, and a person's: hs changes only the entry it was
-asked to, and leaves every other byte alone where the format allows.
+asked to, and leaves every other byte alone where the format allows. This is
+the one way hs edits an agent's configuration: ``hs mcp install`` (an entry of
+``mcpServers`` / ``[mcp_servers]``) and the hooks installer (entries in the
+lists of ``hooks.<Event>``, a ``[features]`` flag, ``[hooks.state."<key>"]``
+trust tables) both go through it.
+
+**The change is a function of what is there.** :func:`update_json` and
+:func:`update_toml` take a key path and a function from the value found
+there (:data:`MISSING` when there is none) to the value wanted (the same
+value: nothing to do; :data:`DELETE`: remove it, and with ``prune`` the
+tables left empty on the way). The function runs on the file as it is just
+before the write, again if the file changed meanwhile, so it can merge into
+what the person has (:func:`merged` adds or replaces hs's own item of a list
+and keeps the rest; :func:`without` removes only hs's items) and refuse, by
+raising, to touch an entry that is not hs's. :func:`set_json`,
+:func:`delete_json`, :func:`set_toml` and :func:`delete_toml` are the
+common cases.
 
 * **JSON** is edited as text: the spans of the objects on the key path are
   found with the standard library's own scanner, and only the entry's value
@@ -10,7 +26,9 @@ asked to, and leaves every other byte alone where the format allows.
   if it ever does not, the document is written out whole instead (same
   indentation), which changes layout but no value.
 * **TOML** goes through ``tomlkit``, which keeps comments, order and
-  formatting of everything it is not told to change.
+  formatting of everything it is not told to change (a table hs writes is a
+  ``[a.b]`` table, or an inline one inside an inline table). The result is
+  checked the same way, and written whole by tomlkit if it ever differs.
 
 Every write: the file's bytes are read, the change computed; when the result
 is what is there already nothing is written (a second install changes
@@ -29,6 +47,7 @@ import contextlib
 import json
 import os
 import stat
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,13 +147,69 @@ def _invalid(path: Path, what: str, why: str) -> BadInput:
 # ------------------------------------------------------------------ values
 
 
-def get(doc: Any, keys: Keys) -> Any:
-    """The value at ``keys`` in a parsed document; None when it is not there."""
+class _Marker:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: what an update function is given where the key path holds nothing
+MISSING: Any = _Marker("MISSING")
+#: what an update function returns to remove the entry
+DELETE: Any = _Marker("DELETE")
+
+#: the value found (or MISSING) -> the value wanted (or DELETE)
+Update = Callable[[Any], Any]
+
+
+def get(doc: Any, keys: Keys, default: Any = None) -> Any:
+    """The value at ``keys`` in a parsed document; ``default`` when it is not there."""
     for k in keys:
         if not isinstance(doc, dict) or k not in doc:
-            return None
+            return default
         doc = doc[k]
     return doc
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal as the file holds them: ``true`` is not ``1``, ``1.0`` is not ``1``."""
+    if type(a) is not type(b) and not (isinstance(a, dict) and isinstance(b, dict)):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def merged(items: Any, item: Any, ours: Callable[[Any], bool]) -> list[Any]:
+    """A list (``items``: a list, or MISSING) with ``item`` in it as hs's one
+    entry: in place of the first entry ``ours`` recognises (any others it
+    recognises dropped), else at the end; every other entry kept in order."""
+    old = list(items) if isinstance(items, list) else []
+    out: list[Any] = []
+    placed = False
+    for x in old:
+        if ours(x):
+            if not placed:
+                out.append(item)
+                placed = True
+        else:
+            out.append(x)
+    if not placed:
+        out.append(item)
+    return out
+
+
+def without(items: Any, ours: Callable[[Any], bool]) -> Any:
+    """A list without the entries ``ours`` recognises; DELETE when that
+    leaves it empty, ``items`` itself when it holds none (or is no list)."""
+    if not isinstance(items, list) or not any(ours(x) for x in items):
+        return items
+    rest = [x for x in items if not ours(x)]
+    return rest if rest else DELETE
 
 
 def _with(doc: dict[str, Any], keys: Keys, value: Any) -> dict[str, Any]:
@@ -161,6 +236,8 @@ def _without(doc: dict[str, Any], keys: Keys, prune: bool) -> dict[str, Any]:
 
 
 def _check_path(path: Path, what: str, doc: Any, keys: Keys) -> None:
+    if not keys:
+        raise ValueError("an empty key path")
     if not isinstance(doc, dict):
         raise _invalid(path, what, "its top level is not a table of settings")
     for i, k in enumerate(keys[:-1]):
@@ -172,6 +249,23 @@ def _check_path(path: Path, what: str, doc: Any, keys: Keys) -> None:
                 f"{path}: {'.'.join(keys[: i + 1])} is not a table: nothing changed",
                 hint="fix the file, then run the command again",
             )
+
+
+def _plan(
+    path: Path, what: str, doc: Any, keys: Keys, fn: Update, prune: bool
+) -> tuple[bool, Any, dict[str, Any]]:
+    """(delete?, the new value, the whole document expected), or None-like
+    (False, MISSING, doc) when nothing is to change."""
+    _check_path(path, what, doc, keys)
+    current = get(doc, keys, MISSING)
+    new = fn(current)
+    if new is DELETE or new is MISSING:
+        if current is MISSING:
+            return False, MISSING, doc
+        return True, DELETE, _without(doc, keys, prune)
+    if current is not MISSING and same(current, new):
+        return False, MISSING, doc
+    return False, new, _with(doc, keys, new)
 
 
 # ------------------------------------------------------------------ JSON
@@ -292,14 +386,11 @@ def _load_json(path: Path, text: str) -> Any:
         raise _invalid(path, "JSON", str(e)) from None
 
 
-def _json_change(path: Path, text: str, keys: Keys, value: Any, delete: bool, prune: bool) -> str:
+def _json_change(path: Path, text: str, keys: Keys, fn: Update, prune: bool) -> str:
     doc = _load_json(path, text)
-    _check_path(path, "JSON", doc, keys)
-    if not delete and get(doc, keys) == value:
+    delete, value, expected = _plan(path, "JSON", doc, keys, fn, prune)
+    if not delete and value is MISSING:
         return text
-    if delete and get(doc, keys) is None and not _has(doc, keys):
-        return text
-    expected = _without(doc, keys, prune) if delete else _with(doc, keys, value)
     unit = _unit(text)
     if not text.strip():
         return json.dumps(expected, ensure_ascii=False, indent=unit) + "\n"
@@ -309,7 +400,7 @@ def _json_change(path: Path, text: str, keys: Keys, value: Any, delete: bool, pr
             new = _json_del_text(text, start, keys, prune)
         else:
             new = _json_set_text(text, start, keys, value, unit)
-        ok = json.loads(new) == expected
+        ok = same(json.loads(new), expected)
     except (ValueError, IndexError, RecursionError):
         ok = False
     if not ok:  # never wrong: the whole document, with this change
@@ -318,26 +409,24 @@ def _json_change(path: Path, text: str, keys: Keys, value: Any, delete: bool, pr
     return new
 
 
-def _has(doc: Any, keys: Keys) -> bool:
-    for k in keys:
-        if not isinstance(doc, dict) or k not in doc:
-            return False
-        doc = doc[k]
-    return True
+def update_json(path: Path, keys: Keys, fn: Update, *, prune: bool = True) -> Change:
+    """Change the value at ``keys`` (a path of object members) of a JSON file
+    to ``fn(current)`` (see the module's docstring), creating the file and the
+    objects on the way when missing."""
+    if _read(path) is None and fn(MISSING) in (MISSING, DELETE):
+        return Change(path, False, False, None)
+    return rewrite(path, "JSON", lambda text: _json_change(path, text, keys, fn, prune))
 
 
 def set_json(path: Path, keys: Keys, value: Any) -> Change:
-    """Set ``keys`` (a path of object members) to ``value`` in a JSON file,
-    creating the file and the objects on the way when missing."""
-    return rewrite(path, "JSON", lambda text: _json_change(path, text, keys, value, False, False))
+    """Set ``keys`` to ``value`` in a JSON file."""
+    return update_json(path, keys, lambda _: value)
 
 
 def delete_json(path: Path, keys: Keys, *, prune: bool = True) -> Change:
-    """Remove ``keys`` from a JSON file (and, with ``prune``, the object that
-    held it when it is left empty). A missing file or entry changes nothing."""
-    if _read(path) is None:
-        return Change(path, False, False, None)
-    return rewrite(path, "JSON", lambda text: _json_change(path, text, keys, None, True, prune))
+    """Remove ``keys`` from a JSON file (and, with ``prune``, the objects
+    left empty). A missing file or entry changes nothing."""
+    return update_json(path, keys, lambda _: DELETE, prune=prune)
 
 
 def read_json(path: Path, keys: Keys) -> Any:
@@ -358,13 +447,21 @@ def _load_toml(path: Path, text: str) -> Any:
         raise _invalid(path, "TOML", " ".join(str(e).split())) from None
 
 
-def _toml_change(path: Path, text: str, keys: Keys, value: Any, delete: bool, prune: bool) -> str:
+def _toml_item(value: Any, inline: bool) -> Any:
+    """``value`` as tomlkit writes it: a dict as a ``[table]`` (nested dicts
+    as its sub-tables), or inline inside an inline table."""
+    if not isinstance(value, dict):
+        return tomlkit.item(value)
+    table: Any = tomlkit.inline_table() if inline else tomlkit.table()
+    for k, v in value.items():
+        table[k] = _toml_item(v, inline)
+    return table
+
+
+def _toml_change(path: Path, text: str, keys: Keys, fn: Update, prune: bool) -> str:
     doc = _load_toml(path, text)
-    plain = doc.unwrap()
-    _check_path(path, "TOML", plain, keys)
-    if not delete and get(plain, keys) == value:
-        return text
-    if delete and not _has(plain, keys):
+    delete, value, expected = _plan(path, "TOML", doc.unwrap(), keys, fn, prune)
+    if not delete and value is MISSING:
         return text
     if delete:
         parents = [doc]
@@ -378,30 +475,45 @@ def _toml_change(path: Path, text: str, keys: Keys, value: Any, delete: bool, pr
         out = tomlkit.dumps(doc)
         # a table removed from the end leaves its blank separator line behind
         want = len(text) - len(text.rstrip("\n"))
-        return out.rstrip("\n") + "\n" * want if out.strip() else ""
-    table = doc
-    for k in keys[:-1]:
-        if k not in table:
-            table[k] = tomlkit.table(is_super_table=True)
-        table = table[k]
-    item = tomlkit.table()
-    for k, v in value.items():
-        item[k] = v
-    table[keys[-1]] = item
-    return str(tomlkit.dumps(doc))
+        out = out.rstrip("\n") + "\n" * want if out.strip() else ""
+    else:
+        table = doc
+        for k in keys[:-1]:
+            if k not in table:
+                table[k] = tomlkit.table(is_super_table=True)
+            table = table[k]
+        inline = isinstance(table, tomlkit.items.InlineTable)
+        try:
+            table[keys[-1]] = _toml_item(value, inline)
+            out = tomlkit.dumps(doc)
+        except (TOMLKitError, ValueError, TypeError):
+            out = ""
+    try:
+        ok = same(tomllib.loads(out), expected)
+    except tomllib.TOMLDecodeError:
+        ok = False
+    if not ok:  # never wrong: the whole document, with this change
+        out = tomlkit.dumps(expected)
+    return str(out)
 
 
-def set_toml(path: Path, keys: Keys, value: dict[str, Any]) -> Change:
-    """Set the table at ``keys`` to ``value`` in a TOML file (creating it)."""
-    return rewrite(path, "TOML", lambda text: _toml_change(path, text, keys, value, False, False))
+def update_toml(path: Path, keys: Keys, fn: Update, *, prune: bool = True) -> Change:
+    """Change the value at ``keys`` of a TOML file to ``fn(current)`` (see
+    the module's docstring), creating the file and tables when missing."""
+    if _read(path) is None and fn(MISSING) in (MISSING, DELETE):
+        return Change(path, False, False, None)
+    return rewrite(path, "TOML", lambda text: _toml_change(path, text, keys, fn, prune))
+
+
+def set_toml(path: Path, keys: Keys, value: Any) -> Change:
+    """Set ``keys`` to ``value`` (a table, or any TOML value) in a TOML file."""
+    return update_toml(path, keys, lambda _: value)
 
 
 def delete_toml(path: Path, keys: Keys, *, prune: bool = True) -> Change:
     """Remove the entry at ``keys`` from a TOML file (and, with ``prune``,
     tables left empty on the way)."""
-    if _read(path) is None:
-        return Change(path, False, False, None)
-    return rewrite(path, "TOML", lambda text: _toml_change(path, text, keys, None, True, prune))
+    return update_toml(path, keys, lambda _: DELETE, prune=prune)
 
 
 def read_toml(path: Path, keys: Keys) -> Any:

@@ -12,7 +12,8 @@ The command names the store by path (``--store``): Codex passes the server
 only a few variables (``HOME``, ``PATH``, …), so a ``HISTORY_DIR`` or
 ``XDG_DATA_HOME`` of the shell would not reach it. Every change goes through
 :mod:`histstore.agents.settings` (the other keys kept, a backup beside, a
-second install a no-op, a broken file refused).
+second install a no-op, a broken file refused). An entry of that name hs did
+not write (:func:`is_ours`) is neither written over nor removed.
 """
 
 from __future__ import annotations
@@ -48,35 +49,75 @@ def command(hs: list[str], store: Path) -> list[str]:
 
 
 def entry(agent: str, argv: list[str]) -> dict[str, Any]:
-    """The agent's entry for ``argv`` (as :func:`command` makes it)."""
+    """The agent's entry for ``argv`` (as :func:`command` makes it): the keys
+    hs sets. Any other key a person adds to the entry (``env``, a timeout)
+    is kept by a second install."""
     if _agent(agent) == "claude-code":
-        return {
-            "type": "stdio",
-            "command": argv[0],
-            "args": argv[1:],
-            "env": {},
-            "alwaysLoad": True,
-        }
+        return {"type": "stdio", "command": argv[0], "args": argv[1:], "alwaysLoad": True}
     return {"command": argv[0], "args": argv[1:], "startup_timeout_sec": CODEX_STARTUP_TIMEOUT}
+
+
+def is_ours(value: Any) -> bool:
+    """Whether an entry is one ``hs mcp install`` wrote: a server whose
+    arguments end ``--store <dir> mcp``. A server of another program that
+    happens to be named ``histstore`` is not, and is never changed."""
+    if not isinstance(value, dict):
+        return False
+    args = value.get("args")
+    return (
+        isinstance(value.get("command"), str)
+        and isinstance(args, list)
+        and len(args) >= 3
+        and args[-3] == "--store"
+        and args[-1] == "mcp"
+    )
 
 
 def _keys(agent: str) -> tuple[str, str]:
     return ("mcpServers", NAME) if agent == "claude-code" else ("mcp_servers", NAME)
 
 
+def _not_ours(path: Path, agent: str, value: Any) -> BadInput:
+    what = ".".join(_keys(agent))
+    command = value.get("command") if isinstance(value, dict) else None
+    runs = f" (it runs {command!r})" if isinstance(command, str) else ""
+    return BadInput(
+        f"{path}: {what} is not an entry hs mcp install wrote{runs}: nothing changed",
+        hint="rename or remove that server in the file, then run the command again",
+    )
+
+
 def install(agent: str, argv: list[str]) -> settings.Change:
     path = config_file(agent)
-    value = entry(agent, argv)
+    ours = entry(agent, argv)
+
+    def change(current: Any) -> Any:
+        if current is settings.MISSING:
+            return ours
+        if not is_ours(current):
+            raise _not_ours(path, agent, current)
+        return {**current, **ours}  # a person's own additions stay
+
     if agent == "claude-code":
-        return settings.set_json(path, _keys(agent), value)
-    return settings.set_toml(path, _keys(agent), value)
+        return settings.update_json(path, _keys(agent), change)
+    return settings.update_toml(path, _keys(agent), change)
 
 
 def uninstall(agent: str) -> settings.Change:
+    """Remove hs's entry (and the table of servers, when that leaves it
+    empty); an entry of the same name that hs did not write stays."""
     path = config_file(agent)
+
+    def change(current: Any) -> Any:
+        if current is settings.MISSING:
+            return current
+        if not is_ours(current):
+            raise _not_ours(path, agent, current)
+        return settings.DELETE
+
     if agent == "claude-code":
-        return settings.delete_json(path, _keys(agent))
-    return settings.delete_toml(path, _keys(agent))
+        return settings.update_json(path, _keys(agent), change)
+    return settings.update_toml(path, _keys(agent), change)
 
 
 def registered(agent: str) -> Any:
