@@ -73,6 +73,8 @@ LAZY = {
     ("histstore.store.config", "tomli_w"): "only a config change writes config.toml",
     ("histstore.store.fsutil", "ctypes"): "only bulk writers flush the filesystem",
     ("histstore.store.codec", "rfc8785"): "only a value with a float needs the reference encoder",
+    ("histstore.ops.recall", "histstore.memory.prompt"): "hs recall reads memory (and yaml) "
+    "only once some was recorded",
 }
 
 
@@ -223,13 +225,17 @@ def test_every_subpackage_says_what_it_owns() -> None:
 
 def test_no_other_command_loads_the_mcp_sdk(tmp_path: Path) -> None:
     """`hs recall` (any command but `hs mcp`) starts without the SDK, pydantic,
-    anyio or tomlkit: an agent pays for every module a command loads."""
+    anyio or tomlkit, and without yaml while no memory is recorded: an agent
+    pays for every module a command loads."""
+    from histstore.store.store import Store
+
+    Store.init(tmp_path / "store")[0].close()
     code = (
         "import sys\n"
         "from histstore.porcelain.cli import main\n"
-        f"sys.argv = ['hs', '--store', {str(tmp_path / 'none')!r}, 'recall', 'login']\n"
+        f"sys.argv = ['hs', '--store', {str(tmp_path / 'store')!r}, 'recall', 'login']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "heavy = ('mcp', 'mcp_types', 'pydantic', 'anyio', 'tomlkit', 'starlette')\n"
+        "heavy = ('mcp', 'mcp_types', 'pydantic', 'anyio', 'tomlkit', 'starlette', 'yaml')\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & set(heavy)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -16,13 +16,15 @@ between the two front ends.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from histstore.errors import BadInput
-from histstore.memory.prompt import NoteHit, search_notes
 from histstore.recall.index import recall
 from histstore.recall.query import K_MAX, UNTRUSTED_LABEL, RecallResult
 from histstore.store.store import Store
+
+if TYPE_CHECKING:
+    from histstore.memory.prompt import NoteHit
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,14 @@ def answer(
             outcome = "no-match"
         res = replace(res, hits=hits, outcome=outcome)
     terms = [" ".join(t) for t in res.query.terms]
-    notes = search_notes(store, terms, res.scope, everywhere=res.scope is None)
+    notes: list[NoteHit] = []
+    # nothing to read until memory was recorded, and nothing to import (yaml); the
+    # refs, not a folder of them: packed refs leave none ("memory/" is
+    # histstore.memory.scopes.PREFIX, not imported for the same reason)
+    if store.refs.list_refs("memory/"):
+        from histstore.memory.prompt import search_notes
+
+        notes = search_notes(store, terms, res.scope, everywhere=res.scope is None)
     return Answer(text, res, notes, agent)
 
 
