@@ -95,11 +95,16 @@ def _check(tool: Tool, args: Mapping[str, Any] | None) -> dict[str, Any]:
         value = given.get(name)
         if value is None:
             if name in tool.schema.get("required", ()):
-                raise BadInput(f"{tool.name}: {name} is missing", hint=spec["description"])
+                raise BadInput(f"{tool.name}: {name} is missing", hint=_hint(spec))
             out[name] = spec.get("default")
             continue
         out[name] = _value(tool.name, name, spec, value)
     return out
+
+
+def _hint(spec: dict[str, Any]) -> str:
+    text = str(spec["description"])
+    return text[:1].lower() + text[1:]
 
 
 def _value(tool: str, name: str, spec: dict[str, Any], value: Any) -> Any:
@@ -123,7 +128,7 @@ def _value(tool: str, name: str, spec: dict[str, Any], value: Any) -> Any:
     if "enum" in spec and value not in spec["enum"]:
         raise BadInput(f"{tool}: {name} {value!r} is not one of {', '.join(spec['enum'])}")
     if spec.get("minLength") and not value.strip():
-        raise BadInput(f"{tool}: {name} is empty", hint=spec["description"])
+        raise BadInput(f"{tool}: {name} is empty", hint=_hint(spec))
     return value
 
 
