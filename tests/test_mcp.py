@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from helpers import HS, turn_record, write_turns
 
+from histstore.mcp import history, tools
 from histstore.mcp import install as reg
-from histstore.mcp import tools
+from histstore.mcp.base import Env
 from histstore.ops.importing import import_paths
 from histstore.store.store import Store
 
@@ -164,13 +165,13 @@ def test_the_project_is_the_meta_workspace_then_the_first_file_root_then_the_cwd
 
 def test_pages_are_bounded_and_lose_nothing() -> None:
     text = "".join(f"{i} " * (i % 50) + "\n" for i in range(2000)) + "y" * 20_000
-    pages = tools.split_pages(text, 1000)
+    pages = history.split_pages(text, 1000)
     assert all(len(p) <= 1000 for p in pages) and "".join(pages) == text
-    assert tools.split_pages("short") == ["short"]
+    assert history.split_pages("short") == ["short"]
 
 
-def _env(store: Store, tmp_path: Path, project: str = "/home/dev/src/app") -> tools.Env:
-    return tools.Env(store.root, project, tmp_path / "drafts")
+def _env(store: Store, tmp_path: Path, project: str = "/home/dev/src/app") -> Env:
+    return Env(store.root, project, tmp_path / "drafts")
 
 
 def test_the_tools_run_without_mcp(store: Store, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from helpers import HS, turn_record, write_turns
 from mcp import MCPError
 from mcptools import Server, build_store
 
-from histstore.mcp import tools
+from histstore.mcp import history, tools
 from histstore.recall.query import UNTRUSTED_LABEL
 from histstore.store.store import Store
 
@@ -218,7 +218,7 @@ def test_show_turn_pages_a_long_turn(fx: tuple[dict[str, Path], Server]) -> None
     ]
     for p, text in enumerate(parts, 1):
         body = text.split("\n", 1)[1].rsplit("\n", 1)[0]
-        assert len(body) <= tools.PAGE_CHARS
+        assert len(body) <= history.PAGE_CHARS
         if p < n:
             assert text.endswith(
                 f"[part {p} of {n}: call show_turn with turn_id='t-long' and part={p + 1} for the next]"

@@ -38,7 +38,8 @@ from mcp.types import Tool as SdkTool
 
 from histstore import __version__
 from histstore.errors import Ambiguous, HistError
-from histstore.mcp.tools import INSTRUCTIONS, TOOLS, Env, call, project_of
+from histstore.mcp.base import Env
+from histstore.mcp.tools import INSTRUCTIONS, TOOLS, call, project_of
 
 log = logging.getLogger("histstore.mcp")
 
