@@ -12,7 +12,11 @@ PROCESS_RUNS), which is what an agent shelling out pays per question.
 Also: the server's start-up (spawn to the end of the ``initialize``
 handshake, the client connected) and the floor of a call (``memory_list`` on
 a store with no memory: the round trip and the store opened, no search).
-Nothing asserts on time; the asserts are functional (the answers found).
+Each is a pytest-benchmark (``make bench BENCH_ARGS='-k mcp'``; run with
+``--benchmark-only`` like every benchmark here), and the process is measured
+in the same test right after the tool calls, so the ratio compares figures of
+one moment of a machine others share. Nothing asserts on time; the asserts
+are functional (the answers found).
 """
 
 from __future__ import annotations
@@ -79,15 +83,17 @@ def mcp_100k(
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _calls(srv: Server, name: str, args: dict[str, Any]) -> list[float]:
-    for _ in range(WARMUP):
-        srv.ok(name, args)
-    out = []
-    for _ in range(ROUNDS):
-        began = time.perf_counter()
-        srv.ok(name, args)
-        out.append(time.perf_counter() - began)
-    return out
+def _data(benchmark: Any) -> list[float]:
+    """The per-round seconds of a finished benchmark (empty with --benchmark-disable)."""
+    stats = getattr(getattr(benchmark, "stats", None), "stats", None)
+    return list(getattr(stats, "data", None) or [])
+
+
+def _bench_call(benchmark: Any, srv: Server, name: str, args: dict[str, Any]) -> list[float]:
+    benchmark.pedantic(
+        lambda: srv.ok(name, args), rounds=ROUNDS, iterations=1, warmup_rounds=WARMUP
+    )
+    return _data(benchmark)
 
 
 def _process(argv: list[str], cwd: Path) -> list[float]:
@@ -104,54 +110,80 @@ def _process(argv: list[str], cwd: Path) -> list[float]:
 
 
 @pytest.mark.parametrize("which", list(QUERIES))
-def test_mcp_recall_100k(mcp_100k: tuple[Path, Server, Path], which: str) -> None:
+def test_mcp_recall_100k(benchmark: Any, mcp_100k: tuple[Path, Server, Path], which: str) -> None:
     store, srv, home = mcp_100k
     query = QUERIES[which]
     args = {"query": query, "everywhere": True, "k": 5}
     assert srv.ok("recall_history", args).startswith("20")  # it finds turns
-    tool = _calls(srv, "recall_history", args)
+    tool = _bench_call(benchmark, srv, "recall_history", args)
+    if not tool:
+        return  # --benchmark-disable: nothing was measured
     cli = _process([*bu.hs_command(), "--store", str(store), "recall", "-e", "--json", query], home)
     t50, t95 = statistics.median(tool), p95(tool)
     c50, c95 = statistics.median(cli), p95(cli)
-    bu.RESULTS[f"mcp_recall_100k[{which}]"] = {
-        "tool_p50_ms": round(t50 * 1000, 2),
-        "tool_p95_ms": round(t95 * 1000, 2),
-        "process_p50_ms": round(c50 * 1000, 1),
-        "process_p95_ms": round(c95 * 1000, 1),
-    }
+    bu.record(
+        f"mcp_recall_100k[{which}]",
+        benchmark,
+        query=query,
+        tool_p50_ms=round(t50 * 1000, 2),
+        tool_p95_ms=round(t95 * 1000, 2),
+        process_p50_ms=round(c50 * 1000, 1),
+        process_p95_ms=round(c95 * 1000, 1),
+        process_over_tool_p50=round(c50 / t50, 1),
+    )
     bu.note(
         f"mcp_recall_100k['{query}']: tool call {ms(t50)} p50 / {ms(t95)} p95 "
-        f"({ROUNDS} calls); hs recall --json process {ms(c50)} p50 / {ms(c95)} p95 "
+        f"({len(tool)} calls); hs recall --json process {ms(c50)} p50 / {ms(c95)} p95 "
         f"({PROCESS_RUNS} runs); process/tool {c50 / t50:.1f}x at p50"
-    )
-
-
-def test_mcp_floor_and_startup_100k(mcp_100k: tuple[Path, Server, Path]) -> None:
-    store, srv, home = mcp_100k
-    floor = _calls(srv, "memory_list", {})
-    sessions = _calls(srv, "recent_sessions", {"everywhere": True, "limit": 20})
-    show = _calls(srv, "show_turn", {"turn_id": _a_turn(srv)})
-    starts = []
-    cold = 0.0
-    for i in range(STARTS):
-        began = time.perf_counter()
-        s = Server(store, home, home)
-        starts.append(time.perf_counter() - began)
-        if i == 0:  # a new server's first listing reads every session revision
-            began = time.perf_counter()
-            s.ok("recent_sessions", {"everywhere": True, "limit": 20})
-            cold = time.perf_counter() - began
-        s.close()
-    bu.note(
-        f"mcp_floor_100k: memory_list (no memory) {ms(statistics.median(floor))} p50 / "
-        f"{ms(p95(floor))} p95; recent_sessions (4406 sessions) "
-        f"{ms(statistics.median(sessions))} p50 / {ms(p95(sessions))} p95, a new server's "
-        f"first {ms(cold)}; show_turn "
-        f"{ms(statistics.median(show))} p50 / {ms(p95(show))} p95; server start to connected "
-        f"{ms(statistics.median(starts))} median of {STARTS} (min {ms(min(starts))})"
     )
 
 
 def _a_turn(srv: Server) -> str:
     text = srv.ok("recall_history", {"query": RARE, "everywhere": True, "k": 1})
     return text.split("  turn ", 1)[1].split()[0]
+
+
+OTHER = {
+    "memory_list": lambda srv: {},  # the floor: a round trip and the store opened
+    "recent_sessions": lambda srv: {"everywhere": True, "limit": 20},
+    "show_turn": lambda srv: {"turn_id": _a_turn(srv)},
+}
+
+
+@pytest.mark.parametrize("tool", list(OTHER))
+def test_mcp_tool_100k(benchmark: Any, mcp_100k: tuple[Path, Server, Path], tool: str) -> None:
+    _, srv, _ = mcp_100k
+    args = OTHER[tool](srv)
+    data = _bench_call(benchmark, srv, tool, args)
+    if data:
+        t50, t95 = statistics.median(data), p95(data)
+        bu.record(f"mcp_tool_100k[{tool}]", benchmark, p50_ms=round(t50 * 1000, 2))
+        bu.note(f"mcp_tool_100k[{tool}]: {ms(t50)} p50 / {ms(t95)} p95 ({len(data)} calls)")
+
+
+def test_mcp_startup_100k(benchmark: Any, mcp_100k: tuple[Path, Server, Path]) -> None:
+    """Spawn to connected (the SDK's initialize handshake done), then a new
+    server's first recent_sessions (it reads every session revision once)."""
+    store, _, home = mcp_100k
+    first: list[float] = []
+    connect: list[float] = []
+
+    def start() -> None:
+        began = time.perf_counter()
+        s = Server(store, home, home)
+        connect.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        s.ok("recent_sessions", {"everywhere": True, "limit": 20})
+        first.append(time.perf_counter() - began)
+        s.close()
+
+    benchmark.pedantic(start, rounds=STARTS, iterations=1, warmup_rounds=1)
+    data = _data(benchmark)
+    if data:
+        bu.record("mcp_startup_100k", benchmark, median_ms=round(statistics.median(data) * 1000))
+        bu.note(
+            f"mcp_startup_100k: start, connect, first recent_sessions and close "
+            f"{ms(statistics.median(data))} median of {len(data)} (min {ms(min(data))}); "
+            f"of it spawn to connected {ms(statistics.median(connect[1:]))}, "
+            f"the first recent_sessions {ms(statistics.median(first[1:]))}"
+        )
