@@ -9,6 +9,7 @@ bad request; recall during an import or a forget answers consistently."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -447,6 +448,57 @@ def test_the_server_never_exits_on_a_bad_request(
     assert srv.error("show_turn", {"turn_id": ["t-login"]}).startswith("hs: error: show_turn:")
     assert srv.ok("recall_history", {"query": "zebra", "everywhere": True}).startswith("2026-03-04")
     assert "Traceback" not in srv.stderr()
+
+
+def test_messages_that_are_not_json_rpc_never_end_the_server(tmp_path: Path) -> None:
+    """Below the SDK's client: raw lines on the server's stdin. What is not a
+    JSON-RPC message is dropped, a request with bad params answered -32602,
+    and the server goes on answering until stdin closes (exit 0), writing
+    nothing but JSON-RPC on stdout."""
+
+    def msg(id_: int | None, method: str, params: Any = None) -> str:
+        m: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if id_ is not None:
+            m["id"] = id_
+        if params is not None:
+            m["params"] = params
+        return json.dumps(m)
+
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}
+    lines = [
+        "this is not json {",
+        "[1, 2]",
+        msg(1, "no/such/method"),
+        msg(2, "initialize", {**hello, "clientInfo": {"name": "t", "version": "0"}}),
+        msg(None, "notifications/initialized"),
+        msg(3, "tools/call", "junk"),
+        msg(4, "tools/call", {"arguments": {}}),
+        msg(5, "tools/call", {"name": "show_turn", "arguments": "t-login"}),
+        "\x00\udcff",  # a NUL and a byte that is not UTF-8
+        msg(6, "tools/list"),
+    ]
+    env = {"HOME": str(tmp_path), "PATH": "", "HS_TEST_NO_FSYNC": "1"}
+    argv = [sys.executable, "-m", "histstore.porcelain.cli", "--store", str(tmp_path / "s"), "mcp"]
+    with subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
+        proc.stdin.flush()
+        answers: dict[int, Any] = {}
+        while not {1, 2, 4, 5, 6} <= set(answers):  # a client waits before it hangs up
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read().decode()  # the server ended before answering
+            m = json.loads(line)
+            answers[m["id"]] = m
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+        stderr = proc.stderr.read().decode()
+    assert answers[1]["error"]["code"] == -32601
+    assert answers[2]["result"]["serverInfo"]["name"] == "histstore"
+    assert answers[4]["error"]["code"] == answers[5]["error"]["code"] == -32602
+    assert [t["name"] for t in answers[6]["result"]["tools"]] == NAMES
+    assert set(answers) <= {1, 2, 3, 4, 5, 6} and "Traceback" not in stderr
 
 
 IMPORTER = """
