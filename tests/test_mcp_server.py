@@ -422,6 +422,25 @@ def test_no_store_locked_or_damaged_is_the_cli_line(
     _point(link, damaged)
     code, line = _cli_line(link, "recall", "login")
     assert code == 7 and srv.error("recall_history", {"query": "login"}) == line
+    # damaged: a config.toml that does not parse, a packed-refs that is not one
+    checks = (
+        (("recall_history", {"query": "login"}), ("recall", "login")),
+        (("show_turn", {"turn_id": "t-login"}), ("show", "t-login")),
+        (("recent_sessions", {"everywhere": True}), ("log", "--oneline")),
+    )
+    for file, garbage in (("config.toml", "format = [\n"), ("packed-refs", "garbage\n")):
+        broken = _copy(paths, tmp_path / f"broken-{file}")
+        (broken / file).write_text(garbage)
+        _point(link, broken)
+        for (tool, args), cli in checks:
+            code, line = _cli_line(link, *cli)
+            assert code == 7 and line.startswith("hs: error: "), (file, cli, code, line)
+            if tool == "show_turn" and file == "packed-refs":
+                # a whole turn id is found through the index and its session's
+                # own (loose, intact) ref: hs show's scan reads every ref
+                assert srv.ok(tool, args).startswith("turn t-login\nsession: s-app")
+                continue
+            assert srv.error(tool, args) == line, (file, tool)
     # a writer holds the index lock while there is no index to search
     locked = _copy(paths, tmp_path / "locked")
     shutil.rmtree(locked / "index")
