@@ -25,8 +25,7 @@ from histstore.store.store import Store
 def report_error(e: HistError) -> None:
     """One line: what went wrong with which input, and what to do about it.
     An ambiguous id is followed by its candidates, one per line."""
-    hint = f"; hint: {e.hint}" if e.hint else ""
-    typer.echo(f"hs: error: {e.message}{hint}", err=True)
+    typer.echo(e.line(), err=True)
     if isinstance(e, Ambiguous) and e.candidates:
         for c in e.candidates:
             typer.echo(f"  {c}", err=True)
@@ -70,16 +69,17 @@ def _is_cli_signal(e: Exception) -> bool:
     )
 
 
-def new_app(help_text: str) -> typer.Typer:
-    return typer.Typer(
-        cls=HsGroup,
-        help=help_text,
-        no_args_is_help=True,
-        add_completion=False,
-        pretty_exceptions_enable=False,
-        pretty_exceptions_show_locals=False,  # agent history holds secrets
-        context_settings={"help_option_names": ["-h", "--help"]},
-    )
+def new_app(help_text: str, **options: Any) -> typer.Typer:
+    settings: dict[str, Any] = {
+        "cls": HsGroup,
+        "help": help_text,
+        "no_args_is_help": True,
+        "add_completion": False,
+        "pretty_exceptions_enable": False,
+        "pretty_exceptions_show_locals": False,  # agent history holds secrets
+        "context_settings": {"help_option_names": ["-h", "--help"]},
+    }
+    return typer.Typer(**{**settings, **options})
 
 
 def store_path(ctx: typer.Context) -> Path:

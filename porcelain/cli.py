@@ -14,6 +14,7 @@ from histstore.errors import BadInput
 from histstore.plumbing.cli import app as plumbing_app
 from histstore.plumbing.common import command_line, new_app, open_store, store_path
 from histstore.porcelain.maint_cli import register as register_maint_commands
+from histstore.porcelain.mcp_cli import app as mcp_app
 from histstore.porcelain.memory_cli import app as memory_app
 from histstore.porcelain.render import size_text
 from histstore.porcelain.sync_cli import register as register_sync_commands
@@ -33,6 +34,7 @@ app = new_app(
 )
 app.add_typer(plumbing_app, name="plumbing")
 app.add_typer(memory_app, name="memory")
+app.add_typer(mcp_app, name="mcp")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
 AgentOpt = Annotated[
@@ -531,8 +533,7 @@ def recall(
 ) -> None:
     """Find the turns that talked about something, best first."""
     from histstore.history.project import project_key
-    from histstore.recall.index import recall as recall_turns
-    from histstore.recall.query import UNTRUSTED_LABEL
+    from histstore.ops.recall import answer, render
 
     if everywhere and project is not None:
         raise BadInput("give --everywhere or --project, not both")
@@ -543,69 +544,12 @@ def recall(
         scope = _project_arg(project)
     else:
         scope = project_key(os.getcwd())
-    text = " ".join(query)
-    res = recall_turns(store, text, project=scope, days=days, k=k, agent=agent)
-    notes = _memory_hits(store, [" ".join(t) for t in res.query.terms], scope, everywhere)
+    ans = answer(store, " ".join(query), project=scope, days=days, k=k, agent=agent)
     if json_out:
-        typer.echo(
-            json.dumps(
-                {
-                    "query": text,
-                    "terms": [" ".join(t) for t in res.query.terms],
-                    "outcome": res.outcome,
-                    "project": res.scope,
-                    "days": days,
-                    "agent": agent,
-                    "path": res.path,
-                    "hits": [h.as_json() for h in res.hits],
-                    "memory": [n.as_json() for n in notes],
-                },
-                ensure_ascii=False,
-            )
-        )
+        typer.echo(json.dumps(ans.as_json(), ensure_ascii=False))
         return
-    where = f" in {res.scope}" if res.scope else ""
-    if res.outcome == "empty":
-        typer.echo("nothing recorded yet: import sessions with `hs import`")
-    elif res.outcome == "no-terms":
-        typer.echo(f"nothing to look for: {text!r} holds only function words")
-    elif res.outcome == "no-match":
-        more = " (try --everywhere)" if res.scope else ""
-        typer.echo(f"no turn matches {text!r}{where}{more}")
-    elif res.outcome == "no-match-in-days":
-        typer.echo(
-            f"no turn matches {text!r}{where} in the last {days} days "
-            "(older turns do: widen or drop --days)"
-        )
-    for i, h in enumerate(res.hits):
-        if i:
-            typer.echo("")
-        typer.echo(
-            f"{h.asked_at[:10]}  session {h.session_id[:8]}  turn {h.turn_id[:12]}  {h.agent}"
-        )
-        if res.scope is None:
-            typer.echo(f"  project: {h.project}")
-        typer.echo(f"  {h.excerpt}")
-        if h.edited:
-            typer.echo("  edited: " + ", ".join(h.edited))
-        if h.read:
-            typer.echo("  read: " + ", ".join(h.read))
-        if h.tainted:
-            typer.echo(f"  {UNTRUSTED_LABEL}")
-    if notes:
-        typer.echo("")
-        typer.echo("memory notes:")
-        for n in notes:
-            typer.echo(f"  {n.file} ({n.scope.label}): {n.name} — {n.description}")
-
-
-def _memory_hits(store: Any, terms: list[str], scope: str | None, everywhere: bool) -> list[Any]:
-    """Memory notes that hold the query's terms (only when memory was recorded)."""
-    if not store.refs.any_under("memory"):
-        return []
-    from histstore.memory.prompt import search_notes
-
-    return search_notes(store, terms, scope, everywhere=everywhere)
+    for line in render(ans):
+        typer.echo(line)
 
 
 def _what(target: Any) -> str:

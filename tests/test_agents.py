@@ -96,7 +96,7 @@ def test_recall_agent_filter(mixed: HS, fallback: str, monkeypatch: pytest.Monke
     assert r.stdout.startswith("2026-05-01  session 11111111  turn u1  claude-code\n")
     assert "019a-t1" not in r.stdout
     r = mixed("recall", "-e", "--agent", "gemini", "quokka")
-    assert r.stdout == "no turn matches 'quokka'\n"
+    assert r.stdout == "no turn of gemini matches 'quokka'\n"
 
 
 def test_recall_agent_filter_through_the_library(mixed: HS, store_path: Path) -> None:
