@@ -15,7 +15,7 @@ from histstore.plumbing.cli import app as plumbing_app
 from histstore.plumbing.common import command_line, new_app, open_store, store_path
 from histstore.porcelain.maint_cli import register as register_maint_commands
 from histstore.porcelain.memory_cli import app as memory_app
-from histstore.porcelain.render import size_text
+from histstore.porcelain.render import field, say, size_text
 from histstore.porcelain.sync_cli import register as register_sync_commands
 
 if TYPE_CHECKING:
@@ -65,9 +65,9 @@ def init(ctx: typer.Context) -> None:
     store, created = Store.init(path)
     store.close()
     if created:
-        typer.echo(f"Initialized empty histstore in {path}")
+        say(f"Initialized empty histstore in {path}")
     else:
-        typer.echo(f"A histstore already exists in {path}")
+        say(f"A histstore already exists in {path}")
 
 
 def _progress_total(paths: list[Path]) -> int:
@@ -90,23 +90,23 @@ def _print_report(rep: ImportReport, verb: str = "imported") -> None:
         f"turns: {rep.turns_added} added, {rep.turns_revised} revised, "
         f"{rep.turns_unchanged} unchanged",
     ]
-    typer.echo("; ".join(parts))
+    say("; ".join(parts))
     if rep.operation is None:
-        typer.echo("nothing new: no operation recorded")
+        say("nothing new: no operation recorded")
     else:
-        typer.echo(f"operation {rep.operation.op}")
+        say(f"operation {rep.operation.op}")
     for f, why in rep.files_skipped:
-        typer.echo(f"hs: skipped {f}: {why}", err=True)
+        say(f"hs: skipped {f}: {why}", err=True)
     for p in rep.problems:
-        typer.echo(f"hs: warning: {p}", err=True)
+        say(f"hs: warning: {p}", err=True)
     if rep.index_error:
-        typer.echo(
+        say(
             f"hs: warning: the recall index did not take the new turns ({rep.index_error}); "
             "hint: they are stored; `hs plumbing index-build` rebuilds it",
             err=True,
         )
     if not rep.complete:
-        typer.echo(
+        say(
             f"hs: some input was not imported ({len(rep.files_skipped)} file(s) skipped, "
             f"{len(rep.problems)} problem(s) above); the rest is stored",
             err=True,
@@ -161,18 +161,16 @@ def record(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     store = open_store(ctx)
     turn_id, rep = record_turn(store, data, command=command_line(ctx))
     if rep.index_error and not json_out:
-        typer.echo(
-            f"hs: warning: the recall index did not take the turn ({rep.index_error})", err=True
-        )
+        say(f"hs: warning: the recall index did not take the turn ({rep.index_error})", err=True)
     if json_out:
         out = rep.as_json()
         out["turn_id"] = turn_id
         typer.echo(json.dumps(out, ensure_ascii=False))
     elif rep.operation is None:
-        typer.echo(f"turn {turn_id} unchanged: nothing recorded")
+        say(f"turn {turn_id} unchanged: nothing recorded")
     else:
         what = "revised" if rep.turns_revised else "recorded"
-        typer.echo(f"{what} turn {turn_id} (operation {rep.operation.op})")
+        say(f"{what} turn {turn_id} (operation {rep.operation.op})")
 
 
 def _project_arg(project: str | None) -> str | None:
@@ -237,7 +235,7 @@ def log(
         store, session=session, project=project, since=since_ts, limit=n, show_all=all_
     )
     if not items and not json_out:
-        typer.echo("no turns" + (" match" if (session or project or since) else " recorded yet"))
+        say("no turns" + (" match" if (session or project or since) else " recorded yet"))
         return
     for i, it in enumerate(items):
         if it.turn is None:
@@ -255,11 +253,11 @@ def log(
         if json_out:
             typer.echo(json.dumps(_turn_summary(it.turn, it.entry.object), ensure_ascii=False))
         elif oneline:
-            typer.echo(render.oneline(it.turn))
+            say(render.oneline(it.turn))
         else:
             if i:
-                typer.echo("")
-            typer.echo(render.turn_text(it.turn, it.session, max_lines=6))
+                say("")
+            say(render.turn_text(it.turn, it.session, max_lines=6))
 
 
 def _mode_word(mode: str) -> str:
@@ -283,11 +281,11 @@ def _print_forgotten(
             )
         )
     elif oneline:
-        typer.echo(f"{turn_id[:12]}  {asked_at[:10]} {asked_at[11:16]}  {session_id[:8]}  {note}")
+        say(f"{turn_id[:12]}  {asked_at[:10]} {asked_at[11:16]}  {session_id[:8]}  {note}")
     else:
         if i:
-            typer.echo("")
-        typer.echo(f"turn {turn_id}\nSession: {session_id}\n\n    {note}")
+            say("")
+        say(f"turn {turn_id}\nSession: {session_id}\n\n    {note}")
 
 
 @app.command()
@@ -337,14 +335,14 @@ def _show_turn(store: Any, r: Any, *, full: bool, raw: bool, json_out: bool) -> 
         out["object"] = r.entry.object
         typer.echo(json.dumps(out, ensure_ascii=False))
         return
-    typer.echo(render.turn_text(turn, r.session, max_lines=None))
+    say(render.turn_text(turn, r.session, max_lines=None))
     if full:
-        typer.echo("")
+        say("")
         for step in expand_turn(store, turn)["steps"]:
-            typer.echo(render.step_text(step))
+            say(render.step_text(step))
     src = r.source or {}
     if src.get("file"):
-        typer.echo(f"\nSource:  {src['file']}:{src.get('line') or '?'}")
+        say(f"\nSource:  {field(src['file'])}:{src.get('line') or '?'}")
 
 
 def _show_session(r: Any, *, json_out: bool) -> None:
@@ -357,20 +355,20 @@ def _show_session(r: Any, *, json_out: bool) -> None:
     if json_out:
         typer.echo(json.dumps(s.as_json(), ensure_ascii=False))
         return
-    typer.echo(f"session {s.session_id}")
+    say(f"session {s.session_id}")
     if s.title:
-        typer.echo(f"Title:   {s.title}")
-    typer.echo(f"Project: {s.project}")
-    typer.echo(f"Agent:   {s.agent}")
-    typer.echo(f"Turns:   {len(s.turns)}")
-    typer.echo("")
+        say(f"Title:   {field(s.title)}")
+    say(f"Project: {field(s.project)}")
+    say(f"Agent:   {field(s.agent)}")
+    say(f"Turns:   {len(s.turns)}")
+    say("")
     for it in r.turns:
         if it.turn is None:
             _print_forgotten(
                 it.turn_id, s.session_id, it.entry.asked_at, it.withheld, False, True, 0
             )
         else:
-            typer.echo(render.oneline(it.turn))
+            say(render.oneline(it.turn))
 
 
 def _show_object(r: Any, *, json_out: bool) -> None:
@@ -395,11 +393,11 @@ def _show_object(r: Any, *, json_out: bool) -> None:
         body: Any = payload.decode("utf-8", "replace") if kind == "blob" else json.loads(payload)
         typer.echo(json.dumps({"id": r.id, "kind": kind, "size": len(payload), "payload": body}))
         return
-    typer.echo(f"{kind} {r.id} ({len(payload)} bytes)")
+    say(f"{kind} {r.id} ({len(payload)} bytes)")
     if kind == "blob":
-        typer.echo(payload.decode("utf-8", "replace"))
+        say(payload.decode("utf-8", "replace"))
     else:
-        typer.echo(json.dumps(json.loads(payload), ensure_ascii=False, indent=2, sort_keys=True))
+        say(json.dumps(json.loads(payload), ensure_ascii=False, indent=2, sort_keys=True))
 
 
 def _print_forgotten_session(session_id: str, marker: Any, json_out: bool) -> None:
@@ -407,7 +405,7 @@ def _print_forgotten_session(session_id: str, marker: Any, json_out: bool) -> No
         forgotten = {"mode": marker.mode, "since": marker.time}
         typer.echo(json.dumps({"session_id": session_id, "forgotten": forgotten}))
     else:
-        typer.echo(
+        say(
             f"session {session_id}\n\n    forgotten ({_mode_word(marker.mode)} since {marker.time})"
         )
 
@@ -462,35 +460,37 @@ def recall(
         return
     where = f" in {res.scope}" if res.scope else ""
     if res.outcome == "empty":
-        typer.echo("nothing recorded yet: import sessions with `hs import`")
+        say("nothing recorded yet: import sessions with `hs import`")
     elif res.outcome == "no-terms":
-        typer.echo(f"nothing to look for: {text!r} holds only function words")
+        say(f"nothing to look for: {text!r} holds only function words")
     elif res.outcome == "no-match":
         more = " (try --everywhere)" if res.scope else ""
-        typer.echo(f"no turn matches {text!r}{where}{more}")
+        say(f"no turn matches {text!r}{where}{more}")
     elif res.outcome == "no-match-in-days":
-        typer.echo(
+        say(
             f"no turn matches {text!r}{where} in the last {days} days "
             "(older turns do: widen or drop --days)"
         )
     for i, h in enumerate(res.hits):
         if i:
-            typer.echo("")
-        typer.echo(f"{h.asked_at[:10]}  session {h.session_id[:8]}  turn {h.turn_id[:12]}")
+            say("")
+        say(f"{h.asked_at[:10]}  session {h.session_id[:8]}  turn {h.turn_id[:12]}")
         if res.scope is None:
-            typer.echo(f"  project: {h.project}")
-        typer.echo(f"  {h.excerpt}")
+            say(f"  project: {field(h.project)}")
+        say(f"  {h.excerpt}")
         if h.edited:
-            typer.echo("  edited: " + ", ".join(h.edited))
+            say("  edited: " + ", ".join(map(field, h.edited)))
         if h.read:
-            typer.echo("  read: " + ", ".join(h.read))
+            say("  read: " + ", ".join(map(field, h.read)))
         if h.tainted:
-            typer.echo(f"  {UNTRUSTED_LABEL}")
+            say(f"  {UNTRUSTED_LABEL}")
     if notes:
-        typer.echo("")
-        typer.echo("memory notes:")
+        say("")
+        say("memory notes:")
         for n in notes:
-            typer.echo(f"  {n.file} ({n.scope.label}): {n.name} — {n.description}")
+            say(
+                f"  {field(n.file)} ({field(n.scope.label)}): {field(n.name)} — {field(n.description)}"
+            )
 
 
 def _memory_hits(store: Any, terms: list[str], scope: str | None, everywhere: bool) -> list[Any]:
@@ -516,14 +516,12 @@ def _confirm_target(target: Any, confirm: str | None, verb: str) -> str | None:
     if confirm is not None or not _on_terminal():
         return confirm
     if target.kind == "memory":
-        typer.echo(f"{verb} memory note {target.id} (scope {target.session})", err=True)
+        say(f"{verb} memory note {target.id} (scope {target.session})", err=True)
     else:
         what = f"{target.turns} turn{'s' if target.turns != 1 else ''}"
-        typer.echo(
-            f"{verb} {target.kind} {target.id}: {what} of session {target.session}", err=True
-        )
+        say(f"{verb} {target.kind} {target.id}: {what} of session {target.session}", err=True)
     if target.first_prompt:
-        typer.echo(f"  first prompt: {target.first_prompt}", err=True)
+        say(f"  first prompt: {field(target.first_prompt)}", err=True)
     answer: str = typer.prompt(f"type the {target.kind} id to confirm", err=True, default="")
     return answer.strip()
 
@@ -534,7 +532,7 @@ def _print_forgotten_list(items: list[Any], json_out: bool) -> None:
             typer.echo(json.dumps(f.as_json(), ensure_ascii=False))
         return
     if not items:
-        typer.echo("nothing is forgotten")
+        say("nothing is forgotten")
         return
     for f in items:
         m = f.marker
@@ -545,11 +543,11 @@ def _print_forgotten_list(items: list[Any], json_out: bool) -> None:
             if m.target_kind == "memory"
             else f"hides {f.hides} turn{'s' if f.hides != 1 else ''}"
         )
-        typer.echo(f"{m.mode:9}  {m.time}  {m.target_kind} {m.target}  ({hides})")
+        say(f"{m.mode:9}  {m.time}  {m.target_kind} {m.target}  ({hides})")
         if m.reason:
-            typer.echo(f"           reason: {m.reason}")
+            say(f"           reason: {field(m.reason)}")
         if f.first_prompt:
-            typer.echo(f"           first prompt: {f.first_prompt}")
+            say(f"           first prompt: {field(f.first_prompt)}")
 
 
 @app.command()
@@ -589,26 +587,22 @@ def forget(
         return
     hidden = "recall and export" if mode == "exclude" else "recall"
     if not res.changed:
-        typer.echo(
-            f"{_what(t)} is already forgotten ({_mode_word(res.marker.mode)}): nothing changed"
-        )
+        say(f"{_what(t)} is already forgotten ({_mode_word(res.marker.mode)}): nothing changed")
         return
     assert res.operation is not None
     if t.kind == "memory":
         views = "hs memory prompt and recall" + (
             " and every view of its text" if mode == "exclude" else ""
         )
-        typer.echo(f"forgot memory note {t.id}: {mode}, hidden from {views}")
-        typer.echo(
-            f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.time}"
-        )
-        typer.echo("  the note's file is not deleted; `hs unforget` lifts the marker")
+        say(f"forgot memory note {t.id}: {mode}, hidden from {views}")
+        say(f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.time}")
+        say("  the note's file is not deleted; `hs unforget` lifts the marker")
         return
-    typer.echo(
+    say(
         f"forgot {t.kind} {t.id} ({t.turns} turn{'s' if t.turns != 1 else ''}): {mode}, hidden from {hidden}"
     )
-    typer.echo(f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.time}")
-    typer.echo(f"  index rebuilt: generation {res.generation}; recall no longer finds it")
+    say(f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.time}")
+    say(f"  index rebuilt: generation {res.generation}; recall no longer finds it")
 
 
 @app.command()
@@ -639,12 +633,12 @@ def unforget(
     if json_out:
         typer.echo(json.dumps(res.as_json(), ensure_ascii=False))
     elif not res.changed:
-        typer.echo(f"{_what(t)} is not forgotten: nothing changed")
+        say(f"{_what(t)} is not forgotten: nothing changed")
     else:
         assert res.operation is not None
-        typer.echo(f"unforgot {_what(t)}: back in recall (operation {res.operation.op})")
+        say(f"unforgot {_what(t)}: back in recall (operation {res.operation.op})")
         if t.kind != "memory":
-            typer.echo(f"  index rebuilt: generation {res.generation}")
+            say(f"  index rebuilt: generation {res.generation}")
 
 
 @app.command()
@@ -681,15 +675,15 @@ def ops(
     if n is not None:
         items = items[: max(n, 0)]
     if not items and not json_out:
-        typer.echo("no operations yet")
+        say("no operations yet")
     for op in items:
         if json_out:
             typer.echo(json.dumps(op.as_json(), ensure_ascii=False))
             continue
         refs = ", ".join(c.ref for c in op.changes[:3])
         more = f" and {len(op.changes) - 3} more" if len(op.changes) > 3 else ""
-        typer.echo(f"{op.op}  {op.time}  {op.command}")
-        typer.echo(f"    {len(op.changes)} ref{'s' if len(op.changes) != 1 else ''}: {refs}{more}")
+        say(f"{op.op}  {op.time}  {field(op.command)}")
+        say(f"    {len(op.changes)} ref{'s' if len(op.changes) != 1 else ''}: {refs}{more}")
 
 
 @app.command()
@@ -709,7 +703,7 @@ def undo(
     if json_out:
         typer.echo(json.dumps(new.as_json(), ensure_ascii=False))
         return
-    typer.echo(
+    say(
         f"undid {new.extra.get('undoes')}: operation {new.op} moved {len(new.changes)} ref{'s' if len(new.changes) != 1 else ''} back"
     )
 
@@ -727,24 +721,24 @@ def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     if json_out:
         typer.echo(json.dumps(info, ensure_ascii=False))
         return
-    typer.echo(f"store:      {info['store']} (format {info['format']})")
-    typer.echo(f"sessions:   {info['sessions']} in {info['projects']} projects")
+    say(f"store:      {info['store']} (format {info['format']})")
+    say(f"sessions:   {info['sessions']} in {info['projects']} projects")
     per = info["turns_per_agent"]
     agents = ", ".join(f"{a} {n}" for a, n in per.items()) if len(per) > 1 else ""
-    typer.echo(f"turns:      {turns}" + (f" ({agents})" if agents else ""))
-    typer.echo(f"objects:    {info['objects']} ({packs} packs, {loose} loose), {size_text(size)}")
+    say(f"turns:      {turns}" + (f" ({agents})" if agents else ""))
+    say(f"objects:    {info['objects']} ({packs} packs, {loose} loose), {size_text(size)}")
     dirs = info["memory_dirs"]
-    typer.echo(
+    say(
         f"memory:     {info['memory_scopes']} scope{'s' if info['memory_scopes'] != 1 else ''} "
         f"recorded; {len(dirs)} director{'ies' if len(dirs) != 1 else 'y'} configured"
     )
     if last:
-        typer.echo(
+        say(
             f"operations: {info['operations']}; last {last['op']} at {last['time']}: "
             f"{last['command']}"
         )
     else:
-        typer.echo("operations: none yet")
+        say("operations: none yet")
 
 
 @app.command()
@@ -768,12 +762,12 @@ def print_findings_human(findings: list[Finding]) -> None:
     errors = [f for f in findings if f.severity == "error"]
     for f in findings:
         subject = f" {f.subject}:" if f.subject else ""
-        typer.echo(f"{f.severity}: {f.check}{subject} {f.message}", err=f.severity == "error")
+        say(f"{f.severity}: {f.check}{subject} {f.message}", err=f.severity == "error")
     if errors:
-        typer.echo(f"{len(errors)} error{'s' if len(errors) != 1 else ''} found", err=True)
+        say(f"{len(errors)} error{'s' if len(errors) != 1 else ''} found", err=True)
     else:
         warn = f" ({len(findings)} warning{'s' if len(findings) != 1 else ''})" if findings else ""
-        typer.echo(f"ok: the store is consistent{warn}")
+        say(f"ok: the store is consistent{warn}")
 
 
 register_sync_commands(app)  # hs remote, push, pull, sync (porcelain/sync_cli.py)

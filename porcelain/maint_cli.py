@@ -13,7 +13,7 @@ import typer
 
 from histstore.errors import BadInput
 from histstore.plumbing.common import open_store
-from histstore.porcelain.render import size_text
+from histstore.porcelain.render import say, size_text
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object.")]
 
@@ -84,23 +84,23 @@ def gc(
 def _print_gc(r: dict[str, Any]) -> None:
     would = r["dry_run"]
     head = "would free" if would else "freed"
-    typer.echo(
+    say(
         f"{head} {size_text(r['bytes_freed'])}: {size_text(r['bytes_before'])} of objects "
         f"{'would be' if would else 'are now'} {size_text(r['bytes_after'])}"
     )
-    typer.echo(
+    say(
         f"  {_plural(r['pruned'], 'object')} nothing reaches "
         f"{'would be' if would else 'were'} removed"
         + (f" ({r['reachable']} reachable)" if r["reachable"] else "")
     )
-    typer.echo(
+    say(
         f"  packs: {r['packs_before']} -> {r['packs_after']} "
         f"({r['packs_rewritten']} rewritten, {r['loose_packed']} loose objects packed)"
     )
     if r["index_bytes_freed"]:
-        typer.echo(f"  recall index: {size_text(r['index_bytes_freed'])} freed")
+        say(f"  recall index: {size_text(r['index_bytes_freed'])} freed")
     if r["refs_packed"]:
-        typer.echo(f"  refs: {_plural(r['refs_packed'], 'loose ref')} packed")
+        say(f"  refs: {_plural(r['refs_packed'], 'loose ref')} packed")
 
 
 def register(app: typer.Typer) -> None:
