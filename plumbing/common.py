@@ -17,18 +17,26 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from histstore.display import visible
 from histstore.errors import Ambiguous, HistError
 from histstore.store.config import default_store_path
 from histstore.store.store import Store
 
 
+def stderr_line(text: str) -> None:
+    """One line on stderr, control characters made visible: a message may
+    quote stored text or an argument (an id, a path), which must not act on
+    the terminal (histstore.display)."""
+    typer.echo(visible(text, lines=False), err=True)
+
+
 def report_error(e: HistError) -> None:
     """One line: what went wrong with which input, and what to do about it.
     An ambiguous id is followed by its candidates, one per line."""
-    typer.echo(e.line(), err=True)
+    stderr_line(e.line())
     if isinstance(e, Ambiguous) and e.candidates:
         for c in e.candidates:
-            typer.echo(f"  {c}", err=True)
+            stderr_line(f"  {c}")
 
 
 class HsGroup(TyperGroup):
@@ -48,15 +56,14 @@ class HsGroup(TyperGroup):
             ctx.exit(0)
         except OSError as e:
             where = f" ({e.filename})" if e.filename else ""
-            typer.echo(f"hs: error: {e.strerror or e}{where}", err=True)
+            stderr_line(f"hs: error: {e.strerror or e}{where}")
             ctx.exit(1)
         except Exception as e:  # the last resort: never a traceback to a user
             if os.environ.get("HS_DEBUG") or _is_cli_signal(e):
                 raise
-            typer.echo(
+            stderr_line(
                 f"hs: internal error: {type(e).__name__}: {e}; "
-                "hint: run again with HS_DEBUG=1 for details, and report it",
-                err=True,
+                "hint: run again with HS_DEBUG=1 for details, and report it"
             )
             ctx.exit(1)
 
@@ -91,7 +98,7 @@ def store_path(ctx: typer.Context) -> Path:
 
 def open_store(ctx: typer.Context) -> Store:
     store = Store.open(store_path(ctx))
-    store.notify = lambda message: typer.echo(f"hs: {message}", err=True)
+    store.notify = lambda message: stderr_line(f"hs: {message}")
     store.break_lock = bool((ctx.find_root().obj or {}).get("break_lock"))
     ctx.call_on_close(store.close)
     return store

@@ -16,7 +16,7 @@ from histstore.plumbing.common import command_line, new_app, open_store, store_p
 from histstore.porcelain.maint_cli import register as register_maint_commands
 from histstore.porcelain.mcp_cli import app as mcp_app
 from histstore.porcelain.memory_cli import app as memory_app
-from histstore.porcelain.render import size_text
+from histstore.porcelain.render import field, say, size_text
 from histstore.porcelain.sync_cli import register as register_sync_commands
 
 if TYPE_CHECKING:
@@ -71,9 +71,9 @@ def init(ctx: typer.Context) -> None:
     store, created = Store.init(path)
     store.close()
     if created:
-        typer.echo(f"Initialized empty histstore in {path}")
+        say(f"Initialized empty histstore in {path}")
     else:
-        typer.echo(f"A histstore already exists in {path}")
+        say(f"A histstore already exists in {path}")
 
 
 def _progress_total(paths: list[Path]) -> int:
@@ -96,23 +96,23 @@ def _print_report(rep: ImportReport, verb: str = "imported") -> None:
         f"turns: {rep.turns_added} added, {rep.turns_revised} revised, "
         f"{rep.turns_unchanged} unchanged",
     ]
-    typer.echo("; ".join(parts))
+    say("; ".join(parts))
     if rep.operation is None:
-        typer.echo("nothing new: no operation recorded")
+        say("nothing new: no operation recorded")
     else:
-        typer.echo(f"operation {rep.operation.op}")
+        say(f"operation {rep.operation.op}")
     for f, why in rep.files_skipped:
-        typer.echo(f"hs: skipped {f}: {why}", err=True)
+        say(f"hs: skipped {f}: {why}", err=True)
     for p in rep.problems:
-        typer.echo(f"hs: warning: {p}", err=True)
+        say(f"hs: warning: {p}", err=True)
     if rep.index_error:
-        typer.echo(
+        say(
             f"hs: warning: the recall index did not take the new turns ({rep.index_error}); "
             "hint: they are stored; `hs plumbing index-build` rebuilds it",
             err=True,
         )
     if not rep.complete:
-        typer.echo(
+        say(
             f"hs: some input was not imported ({len(rep.files_skipped)} file(s) skipped, "
             f"{len(rep.problems)} problem(s) above); the rest is stored",
             err=True,
@@ -156,7 +156,7 @@ def import_(
             if json_out:
                 typer.echo(json.dumps({"sources": [], "looked_in": looked.split(", ")}))
             else:
-                typer.echo(f"nothing to import: no agent history found (looked in {looked})")
+                say(f"nothing to import: no agent history found (looked in {looked})")
             return
     if dry_run:
         _dry_run(store, paths or [], homes, fmt, json_out)
@@ -167,7 +167,7 @@ def import_(
     cmd = command_line(ctx, *(str(p) for p in paths or []))
     if homes and not json_out:
         for h in homes:
-            typer.echo(f"{h.agent}: {h.path}")
+            say(f"{h.agent}: {h.path}")
     show_bar = sys.stderr.isatty() and not json_out
     if show_bar:
         with typer.progressbar(
@@ -208,22 +208,20 @@ def _dry_run(
                 parts.append(f"{j['files_unchanged']} unchanged")
             if j["files_skipped"]:
                 parts.append(f"{len(j['files_skipped'])} skipped")
-            typer.echo(
+            say(
                 f"{j['agent'] or '-'}  {j['path']}  {files} ({', '.join(parts)}), "
                 f"{size_text(j['new_bytes'])} new"
             )
         total = sum(sp.new_bytes for sp in plans)
         to_read = sum(sp.as_json()["files_to_read"] for sp in plans)
-        typer.echo(
+        say(
             f"dry run: {to_read} file{'s' if to_read != 1 else ''} to read, "
             f"{size_text(total)} new; nothing was written"
         )
     for f in skipped:
-        typer.echo(f"hs: would skip {f.path}: {f.skip}", err=True)
+        say(f"hs: would skip {f.path}: {f.skip}", err=True)
     if skipped:
-        typer.echo(
-            f"hs: some input would not be imported ({len(skipped)} file(s) skipped)", err=True
-        )
+        say(f"hs: some input would not be imported ({len(skipped)} file(s) skipped)", err=True)
         raise typer.Exit(1)
 
 
@@ -244,18 +242,16 @@ def record(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     store = open_store(ctx)
     turn_id, rep = record_turn(store, data, command=command_line(ctx))
     if rep.index_error and not json_out:
-        typer.echo(
-            f"hs: warning: the recall index did not take the turn ({rep.index_error})", err=True
-        )
+        say(f"hs: warning: the recall index did not take the turn ({rep.index_error})", err=True)
     if json_out:
         out = rep.as_json()
         out["turn_id"] = turn_id
         typer.echo(json.dumps(out, ensure_ascii=False))
     elif rep.operation is None:
-        typer.echo(f"turn {turn_id} unchanged: nothing recorded")
+        say(f"turn {turn_id} unchanged: nothing recorded")
     else:
         what = "revised" if rep.turns_revised else "recorded"
-        typer.echo(f"{what} turn {turn_id} (operation {rep.operation.op})")
+        say(f"{what} turn {turn_id} (operation {rep.operation.op})")
 
 
 def _project_arg(project: str | None) -> str | None:
@@ -328,7 +324,7 @@ def log(
     )
     if not items and not json_out:
         filtered = session or project or since or agent is not None
-        typer.echo("no turns" + (" match" if filtered else " recorded yet"))
+        say("no turns" + (" match" if filtered else " recorded yet"))
         return
     for i, it in enumerate(items):
         if it.turn is None:
@@ -346,11 +342,11 @@ def log(
         if json_out:
             typer.echo(json.dumps(_turn_summary(it.turn, it.entry.object), ensure_ascii=False))
         elif oneline:
-            typer.echo(render.oneline(it.turn))
+            say(render.oneline(it.turn))
         else:
             if i:
-                typer.echo("")
-            typer.echo(render.turn_text(it.turn, it.session, max_lines=6))
+                say("")
+            say(render.turn_text(it.turn, it.session, max_lines=6))
 
 
 def _mode_word(mode: str) -> str:
@@ -363,7 +359,7 @@ def _print_forgotten(
     """A forgotten turn as log and show give it without --all: that it was, not what."""
     note = f"forgotten ({_mode_word(marker.mode)} since {marker.time})"
     if json_out:
-        typer.echo(
+        say(
             json.dumps(
                 {
                     "turn_id": turn_id,
@@ -374,11 +370,11 @@ def _print_forgotten(
             )
         )
     elif oneline:
-        typer.echo(f"{turn_id[:12]}  {asked_at[:10]} {asked_at[11:16]}  {session_id[:8]}  {note}")
+        say(f"{turn_id[:12]}  {asked_at[:10]} {asked_at[11:16]}  {session_id[:8]}  {note}")
     else:
         if i:
-            typer.echo("")
-        typer.echo(f"turn {turn_id}\nSession: {session_id}\n\n    {note}")
+            say("")
+        say(f"turn {turn_id}\nSession: {session_id}\n\n    {note}")
 
 
 @app.command()
@@ -401,7 +397,7 @@ def show(
     store = open_store(ctx)
     r = reads.show(store, ident, show_all=all_)
     if r.old_id:
-        typer.echo(f"hs: {r.old_id[:12]} is a format-1 id; it is {r.id[:12]} now", err=True)
+        say(f"hs: {r.old_id[:12]} is a format-1 id; it is {r.id[:12]} now", err=True)
     if r.kind == "turn":
         _show_turn(store, r, full=full, raw=raw, json_out=json_out)
     elif r.kind == "session":
@@ -430,25 +426,23 @@ def _show_turn(store: Any, r: Any, *, full: bool, raw: bool, json_out: bool) -> 
         out["object"] = r.entry.object
         typer.echo(json.dumps(out, ensure_ascii=False))
         return
-    typer.echo(render.turn_text(turn, r.session, max_lines=None))
+    say(render.turn_text(turn, r.session, max_lines=None))
     links = r.links
     if links is not None and (links.spawned or links.started_by):
-        typer.echo("")
+        say("")
         for agent, turns in links.spawned.items():
             which = ", ".join(turns) if turns else "not in the store"
             n = f"{len(turns)} turn{'s' if len(turns) != 1 else ''}"
-            typer.echo(
-                f"Sub-agent {agent}: {n}: {which}" if turns else f"Sub-agent {agent}: {which}"
-            )
+            say(f"Sub-agent {agent}: {n}: {which}" if turns else f"Sub-agent {agent}: {which}")
         if links.started_by:
-            typer.echo(f"Started by: turn {links.started_by}")
+            say(f"Started by: turn {links.started_by}")
     if full:
-        typer.echo("")
+        say("")
         for step in expand_turn(store, turn)["steps"]:
-            typer.echo(render.step_text(step))
+            say(render.step_text(step))
     src = r.source or {}
     if src.get("file"):
-        typer.echo(f"\nSource:  {src['file']}:{src.get('line') or '?'}")
+        say(f"\nSource:  {field(src['file'])}:{src.get('line') or '?'}")
 
 
 def _show_session(r: Any, *, json_out: bool) -> None:
@@ -461,20 +455,20 @@ def _show_session(r: Any, *, json_out: bool) -> None:
     if json_out:
         typer.echo(json.dumps(s.as_json(), ensure_ascii=False))
         return
-    typer.echo(f"session {s.session_id}")
+    say(f"session {s.session_id}")
     if s.title:
-        typer.echo(f"Title:   {s.title}")
-    typer.echo(f"Project: {s.project}")
-    typer.echo(f"Agent:   {s.agent}")
-    typer.echo(f"Turns:   {len(s.turns)}")
-    typer.echo("")
+        say(f"Title:   {field(s.title)}")
+    say(f"Project: {field(s.project)}")
+    say(f"Agent:   {field(s.agent)}")
+    say(f"Turns:   {len(s.turns)}")
+    say("")
     for it in r.turns:
         if it.turn is None:
             _print_forgotten(
                 it.turn_id, s.session_id, it.entry.asked_at, it.withheld, False, True, 0
             )
         else:
-            typer.echo(render.oneline(it.turn))
+            say(render.oneline(it.turn))
 
 
 def _show_object(r: Any, *, json_out: bool) -> None:
@@ -499,11 +493,11 @@ def _show_object(r: Any, *, json_out: bool) -> None:
         body: Any = payload.decode("utf-8", "replace") if kind == "blob" else json.loads(payload)
         typer.echo(json.dumps({"id": r.id, "kind": kind, "size": len(payload), "payload": body}))
         return
-    typer.echo(f"{kind} {r.id} ({len(payload)} bytes)")
+    say(f"{kind} {r.id} ({len(payload)} bytes)")
     if kind == "blob":
-        typer.echo(payload.decode("utf-8", "replace"))
+        say(payload.decode("utf-8", "replace"))
     else:
-        typer.echo(json.dumps(json.loads(payload), ensure_ascii=False, indent=2, sort_keys=True))
+        say(json.dumps(json.loads(payload), ensure_ascii=False, indent=2, sort_keys=True))
 
 
 def _print_forgotten_session(session_id: str, marker: Any, json_out: bool) -> None:
@@ -511,7 +505,7 @@ def _print_forgotten_session(session_id: str, marker: Any, json_out: bool) -> No
         forgotten = {"mode": marker.mode, "since": marker.time}
         typer.echo(json.dumps({"session_id": session_id, "forgotten": forgotten}))
     else:
-        typer.echo(
+        say(
             f"session {session_id}\n\n    forgotten ({_mode_word(marker.mode)} since {marker.time})"
         )
 
@@ -549,7 +543,7 @@ def recall(
         typer.echo(json.dumps(ans.as_json(), ensure_ascii=False))
         return
     for line in render(ans):
-        typer.echo(line)
+        say(line)
 
 
 def _what(target: Any) -> str:
@@ -566,14 +560,12 @@ def _confirm_target(target: Any, confirm: str | None, verb: str) -> str | None:
     if confirm is not None or not _on_terminal():
         return confirm
     if target.kind == "memory":
-        typer.echo(f"{verb} memory note {target.id} (scope {target.session})", err=True)
+        say(f"{verb} memory note {target.id} (scope {target.session})", err=True)
     else:
         what = f"{target.turns} turn{'s' if target.turns != 1 else ''}"
-        typer.echo(
-            f"{verb} {target.kind} {target.id}: {what} of session {target.session}", err=True
-        )
+        say(f"{verb} {target.kind} {target.id}: {what} of session {target.session}", err=True)
     if target.first_prompt:
-        typer.echo(f"  first prompt: {target.first_prompt}", err=True)
+        say(f"  first prompt: {field(target.first_prompt)}", err=True)
     answer: str = typer.prompt(f"type the {target.kind} id to confirm", err=True, default="")
     return answer.strip()
 
@@ -584,7 +576,7 @@ def _print_forgotten_list(items: list[Any], json_out: bool) -> None:
             typer.echo(json.dumps(f.as_json(), ensure_ascii=False))
         return
     if not items:
-        typer.echo("nothing is forgotten")
+        say("nothing is forgotten")
         return
     for f in items:
         m = f.marker
@@ -597,11 +589,11 @@ def _print_forgotten_list(items: list[Any], json_out: bool) -> None:
         )
         if f.agent:
             hides += f" of {f.agent}"
-        typer.echo(f"{m.mode:9}  {m.time}  {m.target_kind} {m.target}  ({hides})")
+        say(f"{m.mode:9}  {m.time}  {m.target_kind} {m.target}  ({hides})")
         if m.reason:
-            typer.echo(f"           reason: {m.reason}")
+            say(f"           reason: {field(m.reason)}")
         if f.first_prompt:
-            typer.echo(f"           first prompt: {f.first_prompt}")
+            say(f"           first prompt: {field(f.first_prompt)}")
 
 
 @app.command()
@@ -646,26 +638,22 @@ def forget(
         return
     hidden = "recall and export" if mode == "exclude" else "recall"
     if not res.changed:
-        typer.echo(
-            f"{_what(t)} is already forgotten ({_mode_word(res.marker.mode)}): nothing changed"
-        )
+        say(f"{_what(t)} is already forgotten ({_mode_word(res.marker.mode)}): nothing changed")
         return
     assert res.operation is not None
     if t.kind == "memory":
         views = "hs memory prompt and recall" + (
             " and every view of its text" if mode == "exclude" else ""
         )
-        typer.echo(f"forgot memory note {t.id}: {mode}, hidden from {views}")
-        typer.echo(
-            f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.time}"
-        )
-        typer.echo("  the note's file is not deleted; `hs unforget` lifts the marker")
+        say(f"forgot memory note {t.id}: {mode}, hidden from {views}")
+        say(f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.time}")
+        say("  the note's file is not deleted; `hs unforget` lifts the marker")
         return
-    typer.echo(
+    say(
         f"forgot {t.kind} {t.id} ({t.turns} turn{'s' if t.turns != 1 else ''}): {mode}, hidden from {hidden}"
     )
-    typer.echo(f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.time}")
-    typer.echo(f"  index rebuilt: generation {res.generation}; recall no longer finds it")
+    say(f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.time}")
+    say(f"  index rebuilt: generation {res.generation}; recall no longer finds it")
 
 
 @app.command()
@@ -696,12 +684,12 @@ def unforget(
     if json_out:
         typer.echo(json.dumps(res.as_json(), ensure_ascii=False))
     elif not res.changed:
-        typer.echo(f"{_what(t)} is not forgotten: nothing changed")
+        say(f"{_what(t)} is not forgotten: nothing changed")
     else:
         assert res.operation is not None
-        typer.echo(f"unforgot {_what(t)}: back in recall (operation {res.operation.op})")
+        say(f"unforgot {_what(t)}: back in recall (operation {res.operation.op})")
         if t.kind != "memory":
-            typer.echo(f"  index rebuilt: generation {res.generation}")
+            say(f"  index rebuilt: generation {res.generation}")
 
 
 @app.command()
@@ -742,15 +730,15 @@ def ops(
     if n is not None:
         items = items[: max(n, 0)]
     if not items and not json_out:
-        typer.echo("no operations yet")
+        say("no operations yet")
     for op in items:
         if json_out:
             typer.echo(json.dumps(op.as_json(), ensure_ascii=False))
             continue
         refs = ", ".join(c.ref for c in op.changes[:3])
         more = f" and {len(op.changes) - 3} more" if len(op.changes) > 3 else ""
-        typer.echo(f"{op.op}  {op.time}  {op.command}")
-        typer.echo(f"    {len(op.changes)} ref{'s' if len(op.changes) != 1 else ''}: {refs}{more}")
+        say(f"{op.op}  {op.time}  {field(op.command)}")
+        say(f"    {len(op.changes)} ref{'s' if len(op.changes) != 1 else ''}: {refs}{more}")
 
 
 @app.command()
@@ -770,7 +758,7 @@ def undo(
     if json_out:
         typer.echo(json.dumps(new.as_json(), ensure_ascii=False))
         return
-    typer.echo(
+    say(
         f"undid {new.extra.get('undoes')}: operation {new.op} moved {len(new.changes)} ref{'s' if len(new.changes) != 1 else ''} back"
     )
 
@@ -788,23 +776,23 @@ def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     if json_out:
         typer.echo(json.dumps(info, ensure_ascii=False))
         return
-    typer.echo(f"store:      {info['store']} (format {info['format']})")
-    typer.echo(f"sessions:   {info['sessions']} in {info['projects']} projects")
+    say(f"store:      {info['store']} (format {info['format']})")
+    say(f"sessions:   {info['sessions']} in {info['projects']} projects")
     by_agent = ", ".join(f"{a} {n}" for a, n in info["agents"].items())
-    typer.echo(f"turns:      {turns}" + (f" ({by_agent})" if by_agent else ""))
-    typer.echo(f"objects:    {info['objects']} ({packs} packs, {loose} loose), {size_text(size)}")
+    say(f"turns:      {turns}" + (f" ({by_agent})" if by_agent else ""))
+    say(f"objects:    {info['objects']} ({packs} packs, {loose} loose), {size_text(size)}")
     dirs = info["memory_dirs"]
-    typer.echo(
+    say(
         f"memory:     {info['memory_scopes']} scope{'s' if info['memory_scopes'] != 1 else ''} "
         f"recorded; {len(dirs)} director{'ies' if len(dirs) != 1 else 'y'} configured"
     )
     if last:
-        typer.echo(
+        say(
             f"operations: {info['operations']}; last {last['op']} at {last['time']}: "
             f"{last['command']}"
         )
     else:
-        typer.echo("operations: none yet")
+        say("operations: none yet")
 
 
 @app.command()
@@ -828,12 +816,12 @@ def print_findings_human(findings: list[Finding]) -> None:
     errors = [f for f in findings if f.severity == "error"]
     for f in findings:
         subject = f" {f.subject}:" if f.subject else ""
-        typer.echo(f"{f.severity}: {f.check}{subject} {f.message}", err=f.severity == "error")
+        say(f"{f.severity}: {f.check}{subject} {f.message}", err=f.severity == "error")
     if errors:
-        typer.echo(f"{len(errors)} error{'s' if len(errors) != 1 else ''} found", err=True)
+        say(f"{len(errors)} error{'s' if len(errors) != 1 else ''} found", err=True)
     else:
         warn = f" ({len(findings)} warning{'s' if len(findings) != 1 else ''})" if findings else ""
-        typer.echo(f"ok: the store is consistent{warn}")
+        say(f"ok: the store is consistent{warn}")
 
 
 register_sync_commands(app)  # hs remote, push, pull, sync (porcelain/sync_cli.py)

@@ -13,7 +13,7 @@ import typer
 
 from histstore.errors import BadInput
 from histstore.plumbing.common import open_store
-from histstore.porcelain.render import size_text
+from histstore.porcelain.render import say, size_text
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object.")]
 
@@ -84,23 +84,23 @@ def gc(
 def _print_gc(r: dict[str, Any]) -> None:
     would = r["dry_run"]
     head = "would free" if would else "freed"
-    typer.echo(
+    say(
         f"{head} {size_text(r['bytes_freed'])}: {size_text(r['bytes_before'])} of objects "
         f"{'would be' if would else 'are now'} {size_text(r['bytes_after'])}"
     )
-    typer.echo(
+    say(
         f"  {_plural(r['pruned'], 'object')} nothing reaches "
         f"{'would be' if would else 'were'} removed"
         + (f" ({r['reachable']} reachable)" if r["reachable"] else "")
     )
-    typer.echo(
+    say(
         f"  packs: {r['packs_before']} -> {r['packs_after']} "
         f"({r['packs_rewritten']} rewritten, {r['loose_packed']} loose objects packed)"
     )
     if r["index_bytes_freed"]:
-        typer.echo(f"  recall index: {size_text(r['index_bytes_freed'])} freed")
+        say(f"  recall index: {size_text(r['index_bytes_freed'])} freed")
     if r["refs_packed"]:
-        typer.echo(f"  refs: {_plural(r['refs_packed'], 'loose ref')} packed")
+        say(f"  refs: {_plural(r['refs_packed'], 'loose ref')} packed")
 
 
 def upgrade(ctx: typer.Context, json_out: JsonOpt = False) -> None:
@@ -126,15 +126,15 @@ def upgrade(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         typer.echo(json.dumps(rep.as_json()))
         return
     if rep.already:
-        typer.echo(f"the store at {root} is format 2 already")
+        say(f"the store at {root} is format 2 already")
         return
-    typer.echo(
+    say(
         f"upgraded to format 2: {_plural(rep.turns, 'turn')} in {_plural(rep.sessions, 'session')}"
         f" ({_plural(rep.revisions, 'revision')}), {_plural(rep.markers, 'marker')}, "
         f"{_plural(rep.memory_revisions, 'memory revision')}, "
         f"{_plural(rep.operations, 'operation')}, in {rep.seconds:.1f} s"
     )
-    typer.echo("format-1 ids still resolve: hs show and hs undo take them")
+    say("format-1 ids still resolve: hs show and hs undo take them")
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from histstore.plumbing.common import new_app, store_path
+from histstore.porcelain.render import say
 
 app = new_app(
     "The MCP server: recall and memory as tools any agent can call.",
@@ -70,7 +71,7 @@ def install(ctx: typer.Context, agent: AgentArg, json_out: JsonOpt = False) -> N
     argv = reg.command(_hs_argv(), store_path(ctx).absolute())
     change = reg.install(agent, argv)
     if json_out:
-        typer.echo(
+        say(
             json.dumps(
                 {
                     "agent": agent,
@@ -85,14 +86,12 @@ def install(ctx: typer.Context, agent: AgentArg, json_out: JsonOpt = False) -> N
         )
         return
     if not change.changed:
-        typer.echo(
-            f"{reg.NAME} is already registered with {agent} in {change.path}: nothing changed"
-        )
+        say(f"{reg.NAME} is already registered with {agent} in {change.path}: nothing changed")
     else:
         how = "a new file" if change.created else f"the previous file is kept as {change.backup}"
-        typer.echo(f"registered {reg.NAME} with {agent} in {change.path} ({how})")
-    typer.echo(f"  command: {' '.join(argv)}")
-    typer.echo(f"  check it with `{_CHECK[agent]}`; restart the agent to load it")
+        say(f"registered {reg.NAME} with {agent} in {change.path} ({how})")
+    say(f"  command: {' '.join(argv)}")
+    say(f"  check it with `{_CHECK[agent]}`; restart the agent to load it")
 
 
 @app.command()
@@ -102,7 +101,7 @@ def uninstall(ctx: typer.Context, agent: AgentArg, json_out: JsonOpt = False) ->
 
     change = reg.uninstall(agent)
     if json_out:
-        typer.echo(
+        say(
             json.dumps(
                 {
                     "agent": agent,
@@ -115,8 +114,6 @@ def uninstall(ctx: typer.Context, agent: AgentArg, json_out: JsonOpt = False) ->
         )
         return
     if not change.changed:
-        typer.echo(f"{reg.NAME} is not registered with {agent} in {change.path}: nothing changed")
+        say(f"{reg.NAME} is not registered with {agent} in {change.path}: nothing changed")
     else:
-        typer.echo(
-            f"removed {reg.NAME} from {change.path} (the previous file is kept as {change.backup})"
-        )
+        say(f"removed {reg.NAME} from {change.path} (the previous file is kept as {change.backup})")

@@ -17,7 +17,7 @@ target still shows after the swap: :class:`NotConverged`, naming the step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from histstore.errors import (
@@ -83,7 +83,29 @@ class Target:
 
 def resolve_target(store: Store, text: str, *, confirm: str | None = None) -> Target:
     """A session id or a turn id, whole or as a unique prefix; for unforget, also
-    the id of a target the overlay holds (it may no longer be in the store)."""
+    the id of a target the overlay holds (it may no longer be in the store).
+    Its first prompt (a note's description) is quoted only when the overlay
+    lets ``forgotten`` quote it: never for an excluded target, so neither the
+    confirmation nor the result of an unforget hands out its text."""
+    target = _resolve(store, text, confirm=confirm)
+    if target.first_prompt and _withheld(store, target):
+        return replace(target, first_prompt="")
+    return target
+
+
+def _withheld(store: Store, target: Target) -> bool:
+    """Whether the overlay withholds the target's text from ``forgotten``."""
+    overlay = Overlay.read(store)
+    if target.kind == "memory":
+        marker = overlay.notes.get(target.id)
+    elif target.kind == "session":
+        marker = overlay.sessions.get(target.id)
+    else:
+        marker = overlay.hides(target.session, target.id)
+    return withholds(marker, View.FORGOTTEN) is not None
+
+
+def _resolve(store: Store, text: str, *, confirm: str | None) -> Target:
     text = text.strip()
     if not text:
         raise BadInput("no target given", hint="name a session id or a turn id")

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from histstore.display import visible
 from histstore.errors import BadInput
 from histstore.history.reading import expand_turn, load_turn, log_entries, raw_records
 from histstore.history.summary import SessionInfo
@@ -54,12 +55,20 @@ def jsonl_line(turn: dict[str, Any]) -> str:
 
 
 def markdown(turns: list[tuple[Session | SessionInfo, dict[str, Any]]]) -> Iterator[str]:
-    """A readable transcript: a heading per session, then each turn's steps."""
+    """A readable transcript: a heading per session, then each turn's steps.
+    It is read by people (printed, or opened in an editor or a terminal), so
+    the control characters of stored text are made visible in it
+    (``histstore.display``); the JSONL export keeps them exact."""
+    for chunk in _markdown(turns):
+        yield visible(chunk)
+
+
+def _markdown(turns: list[tuple[Session | SessionInfo, dict[str, Any]]]) -> Iterator[str]:
     current = None
     for s, t in turns:
         if s.session_id != current:
             current = s.session_id
-            title = f" — {s.title}" if s.title else ""
+            title = f" — {visible(s.title, lines=False)}" if s.title else ""
             yield f"# Session {s.session_id}{title}\n\n"
             yield f"Project: `{s.project}` · agent: {s.agent}\n\n"
         yield f"## {t['asked_at'][:16].replace('T', ' ')} UTC · turn `{t['turn_id']}`\n\n"

@@ -14,7 +14,10 @@ log, show, the      withheld: "forgotten since"  withheld: "forgotten since"
 list of sessions    (``show_all`` shows it)      (always; ``show_all`` too)
 recall              left out                     left out
 export              exported                     left out
-forgotten           its first prompt shown       no text of it, only the id
+forgotten, the      its first prompt shown       no text of it, only the id
+confirmation and
+result of forget
+and unforget
 memory show, diff,  shown                        refused; its index line
 restore, note log                                dropped from any index shown
 memory prompt,      left out                     left out (and its index line)
