@@ -33,7 +33,7 @@ LAYERS = [
     "histstore.plumbing",
     "histstore.porcelain",
 ]
-THIRD_PARTY = {"blake3", "filelock", "tomli_w", "zstandard", "yaml", "rfc8785"}
+THIRD_PARTY = {"blake3", "filelock", "tomli_w", "zstandard", "yaml", "rfc8785", "re2"}
 
 #: The library's imports inside functions: each only downward (or sideways)
 #: and only to keep start-up lean (an agent hook or a recall pays for every
@@ -249,3 +249,6 @@ def test_built_wheel_claims_only_histstore(tmp_path: Path) -> None:
     assert {t for t in tops if not t.endswith(".dist-info")} == {"histstore"}
     names = zipfile.ZipFile(wheel).namelist()
     assert "histstore/plumbing/cli.py" in names and "histstore/porcelain/cli.py" in names
+    # the secret rules and the licence of the ones derived from gitleaks ship with the code
+    for data in ("gitleaks.json", "LICENSE.gitleaks", "NOTICE"):
+        assert f"histstore/store/rules/{data}" in names
