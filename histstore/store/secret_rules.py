@@ -17,6 +17,7 @@ character apart are both found.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -114,7 +115,7 @@ PROVIDERS: tuple[Spec, ...] = (
         # whitespace, '/', '"' or '\\'.
         "url-password",
         ("://", ":\\/\\/"),
-        r"[A-Za-z0-9]:(?:\\?/){2}[^\s:/?#@\"\\]{0,256}:(?P<s>[^\s/\"\\]{1,256})@[A-Za-z0-9\[]",
+        r"[A-Za-z0-9]:(?:\\?/){2}[^\s:/?#@\"\\]*:(?P<s>[^\s/\"\\]+)@[A-Za-z0-9\[]",
     ),
     Spec("bearer-token", ("bearer",), B + r"[Bb]earer[ \t]+(?P<s>[A-Za-z0-9._~+/-]{20,}=*)"),
     Spec(
@@ -146,10 +147,10 @@ _KW = (
     r"pass(?:word|wd|phrase)?|pwd|secret|token|credentials?|auth|key|cookie|"
     r"private[_.-]?key|conn(?:ection)?[_.-]?str(?:ing)?"
 )
-_NAME = r"(?P<name>[A-Za-z0-9_.-]{0,60}?(?i:" + _KW + r"))"
+_NAME = r"(?P<name>[A-Za-z0-9_.-]*?(?i:" + _KW + r"))"
 _VALUE = (
-    r"(?:\"(?P<dq>[^\"\r\n]{1,256})\"|'(?P<sq>[^'\r\n]{1,256})'|`(?P<bq>[^`\r\n]{1,256})`"
-    r"|(?P<uq>[^\s'\"`;,&|<>(){}\[\]]{1,256})(?P<call>\(?))"
+    r"(?:\"(?P<dq>[^\"\r\n]+)\"|'(?P<sq>[^'\r\n]+)'|`(?P<bq>[^`\r\n]+)`"
+    r"|(?P<uq>[^\s'\"`;,&|<>(){}\[\]]+)(?P<call>\(?))"
 )
 _LEFT = r"(?:^|[^A-Za-z0-9_.$-])"  # where a name may start
 _NAME_KEYWORDS = ("pass", "pwd", "secret", "token", "credential", "auth", "key", "cookie", "conn")
@@ -168,15 +169,15 @@ ASSIGNMENTS: tuple[Spec, ...] = (
         # secret holding ( & ; | < > [ ] { } is caught whole
         "secret",
         ("pass", "pwd", "secret", "token", "credential", "auth", "key", "cookie"),
-        r"(?:^|[^A-Za-z0-9_.$-])(?P<name>[A-Z][A-Z0-9_]{0,60}?(?:PASS(?:WORD|WD|PHRASE)?|PWD|"
-        r"SECRET|TOKEN|CREDENTIALS?|AUTH|KEY|COOKIE))(?P<sep>=)(?P<uq>[^\s'\"`$][^\s'\"`]{0,255})",
+        r"(?:^|[^A-Za-z0-9_.$-])(?P<name>[A-Z][A-Z0-9_]*?(?:PASS(?:WORD|WD|PHRASE)?|PWD|"
+        r"SECRET|TOKEN|CREDENTIALS?|AUTH|KEY|COOKIE))(?P<sep>=)(?P<uq>[^\s'\"`$][^\s'\"`]*)",
         "assignment",
     ),
     Spec(
         # --password value, --api-key=value, -token value
         "secret",
         ("pass", "pwd", "token", "secret", "key"),
-        r"(?:^|\s)--?(?P<name>[A-Za-z0-9-]{0,30}?(?i:pass(?:word|wd|phrase)?|pwd|token|secret|"
+        r"(?:^|\s)--?(?P<name>[A-Za-z0-9-]*?(?i:pass(?:word|wd|phrase)?|pwd|token|secret|"
         r"api-?key|access-key|auth-key|key))(?:=|[ \t]+)" + _VALUE,
         "flag",
     ),
@@ -184,7 +185,7 @@ ASSIGNMENTS: tuple[Spec, ...] = (
         # https://<token>@host: a token as the whole user info
         "url-token",
         ("://",),
-        r"(?i)\b[a-z][a-z0-9+.-]{1,20}://(?P<uq>[A-Za-z0-9_-]{20,200})@[A-Za-z0-9\[._-]",
+        r"(?i)\b[a-z][a-z0-9+.-]{1,20}://(?P<uq>[A-Za-z0-9_-]{20,})@[A-Za-z0-9\[._-]",
         "url_token",
     ),
     Spec(
@@ -192,14 +193,14 @@ ASSIGNMENTS: tuple[Spec, ...] = (
         "password",
         ("curl", "wget", "http", "xh"),
         r"\b(?:curl|wget|http|https|xh|httpie)\b[^\n]{0,200}?[ \t](?:-u|--user|--proxy-user)"
-        r"(?:=|[ \t]+)[\"']?[^\s:'\"]{1,64}:(?P<uq>[^\s'\"]{3,128})",
+        r"(?:=|[ \t]+)[\"']?[^\s:'\"]+:(?P<uq>[^\s'\"]{3,})",
         "cli_password",
     ),
     Spec(
         # mysql -uroot -pPASSWORD
         "password",
         ("mysql",),
-        r"\bmysql(?:dump|admin|sh)?\b[^\n]{0,200}?[ \t]-p(?P<uq>[^\s'\"-][^\s'\"]{3,127})",
+        r"\bmysql(?:dump|admin|sh)?\b[^\n]{0,200}?[ \t]-p(?P<uq>[^\s'\"-][^\s'\"]{3,})",
         "cli_password",
     ),
 )
@@ -232,15 +233,19 @@ _PASS_NAME = re.compile(r"(?i)(?:pass(?:word|wd|phrase)?|pwd)$")
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
-def _name_ok(name: str) -> bool:
-    if _NAME_DENY.search(name):
-        return False
-    return bool(_STRONG.search(name) or _BOUNDARY.search(name) or _COMPOUND_KEY.search(name))
+class _Name(NamedTuple):
+    ok: bool  # it names a secret
+    weak: bool  # only as key/auth/cookie (not api_key, secret_key, password, ...)
+    password: bool  # it names a password
 
 
-def _is_weak(name: str) -> bool:
-    """Only key/auth/cookie (not api_key, secret_key, password, ...)."""
-    return not (_STRONG.search(name) or _COMPOUND_KEY.search(name) or _PASS_NAME.search(name))
+@functools.lru_cache(maxsize=4096)
+def _name(name: str) -> _Name:
+    """What a name says about its value (cached: text repeats its names)."""
+    strong = bool(_STRONG.search(name) or _COMPOUND_KEY.search(name))
+    password = bool(_PASS_NAME.search(name))
+    ok = not _NAME_DENY.search(name) and (strong or bool(_BOUNDARY.search(name)))
+    return _Name(ok, not (strong or password), password)
 
 
 # --- values
@@ -348,11 +353,14 @@ _DIGITS = re.compile(r"[0-9]")
 
 
 def entropy(data: bytes | str) -> float:
-    """Shannon entropy in bits per character."""
-    if not data:
-        return 0.0
+    """Shannon entropy in bits per character (of bytes: per byte)."""
     n = len(data)
-    return -sum(c / n * math.log2(c / n) for c in Counter(data).values())
+    if not n:
+        return 0.0
+    # short data (a secret) is counted in C, one character at a time
+    counts = Counter(data).values() if n > 1024 else [data.count(c) for c in set(data)]  # type: ignore[arg-type]
+    log2 = math.log2
+    return log2(n) - sum(c * log2(c) for c in counts) / n
 
 
 def _classes(v: str) -> int:
@@ -370,7 +378,8 @@ def _placeholder(v: str, name: str | None) -> bool:
     )
 
 
-def _value_kind(name: str | None, v: str, quoted: bool, *, password: bool) -> str | None:
+@functools.lru_cache(maxsize=4096)
+def _value_kind(name: str | None, v: str, quoted: bool, password: bool) -> str | None:
     """The kind of an assigned value (``password`` or ``secret``), None if it is
     no secret: a placeholder, a reference to code, a word."""
     v = v.strip()
@@ -392,14 +401,19 @@ def _value_kind(name: str | None, v: str, quoted: bool, *, password: bool) -> st
     return "secret" if ok else None
 
 
+_WANTED = ("name", "sep", "dq", "sq", "bq", "uq", "call")
+_WANTED_INDEX: dict[int, tuple[tuple[str, int], ...]] = {}
+
+
 def _groups(m: Any) -> dict[str, tuple[int, int]]:
-    """The spans of the named groups that took part in the match."""
-    out = {}
-    for name, i in group_index(m.re).items():
-        span = m.span(i)
-        if span[0] >= 0:
-            out[name] = span
-    return out
+    """The spans of the named groups of interest that took part in the match."""
+    key = id(m.re)
+    wanted = _WANTED_INDEX.get(key)
+    if wanted is None:
+        index = group_index(m.re)
+        wanted = _WANTED_INDEX[key] = tuple((g, index[g]) for g in _WANTED if g in index)
+    spans = m.spans
+    return {name: spans[i] for name, i in wanted if spans[i][0] >= 0}
 
 
 _GROUP_INDEX: dict[int, dict[str, int]] = {}
@@ -417,11 +431,26 @@ def group_index(rx: Any) -> dict[str, int]:
     return found
 
 
+#: the most of a name (its end) and of a value (its start) a check reads: a
+#: check costs a constant per match however long the match
+NAME_MAX = 64
+VALUE_MAX = 256
+
+
+def _name_text(text: bytes, span: tuple[int, int]) -> str:
+    s, e = span
+    return text[max(s, e - NAME_MAX) : e].decode("utf-8", "replace")
+
+
+def _value_text(text: bytes, s: int, e: int) -> str:
+    return text[s : min(e, s + VALUE_MAX)].decode("utf-8", "replace")
+
+
 def _value(text: bytes, g: dict[str, tuple[int, int]]) -> tuple[str, str, tuple[int, int]] | None:
     for grp in ("dq", "sq", "bq", "uq"):
         if grp in g:
             s, e = g[grp]
-            return grp, text[s:e].decode("utf-8", "replace"), (s, e)
+            return grp, _value_text(text, s, e), (s, e)
     return None
 
 
@@ -431,8 +460,9 @@ def _assignment(text: bytes, m: Any, s: int, e: int) -> str | None:
         return None
     grp, v, (vs, _ve) = found
     ns, ne = g["name"]
-    name = text[ns:ne].decode("utf-8", "replace")
-    if not _name_ok(name):
+    name = _name_text(text, g["name"])
+    about = _name(name)
+    if not about.ok:
         return None
     if text[max(0, ns - 2) : ns] == b"::":
         return None  # a namespaced type: "AWS::IAM::AccessKey": "<hash>"
@@ -440,21 +470,19 @@ def _assignment(text: bytes, m: Any, s: int, e: int) -> str | None:
     unquoted = grp == "uq"
     if sep == b":" and unquoted and not re.match(rb"[\"'\]]{0,2}:[ \t]", text[ne : ne + 4]):
         return None  # key:value with no space is no YAML: ARNs, URNs, rst roles
-    if _is_weak(name):
+    if about.weak:
         # a bare *_KEY, *auth, *cookie: only NAME=value (.env) or ?key=value
         between = text[ne:vs]
-        lead = text[m.start() : m.start() + 1]
+        lead = text[max(0, ns - 1) : ns]
         env_style = _ENV_NAME.fullmatch(name) and between in (b"=", b'="', b"='")
         query = lead in (b"?", b"&") and between == b"="
         if not (env_style or query):
             return None
-    if sep == b":" and unquoted and _is_weak(name):
-        return None
     if "call" in g and g["call"][1] > g["call"][0]:
         return None  # a function call: token = get_token(...)
     if grp == "bq" and sep == b":":
         return None  # a reStructuredText role, :token:`name`
-    return _value_kind(name, v, not unquoted, password=bool(_PASS_NAME.search(name)))
+    return _value_kind(name, v, not unquoted, about.password)
 
 
 def _flag(text: bytes, m: Any, s: int, e: int) -> str | None:
@@ -464,21 +492,21 @@ def _flag(text: bytes, m: Any, s: int, e: int) -> str | None:
     grp, v, _span = found
     if "call" in g and g["call"][1] > g["call"][0]:
         return None
-    name = text[g["name"][0] : g["name"][1]].decode("utf-8", "replace")
+    name = _name_text(text, g["name"])
     if _NAME_DENY.search(name):
         return None
-    return _value_kind(name, v, grp != "uq", password=bool(_PASS_NAME.search(name)))
+    return _value_kind(name, v, grp != "uq", _name(name).password)
 
 
 def _url_token(text: bytes, m: Any, s: int, e: int) -> str | None:
-    v = text[s:e].decode("utf-8", "replace")
+    v = _value_text(text, s, e)
     if _placeholder(v, None):
         return None
     return "url-token" if entropy(v) >= 3.5 and _classes(v) >= 2 else None
 
 
 def _cli_password(text: bytes, m: Any, s: int, e: int) -> str | None:
-    v = text[s:e].decode("utf-8", "replace")
+    v = _value_text(text, s, e)
     if _placeholder(v, None) or v.startswith("$"):
         return None
     return "password" if len(v) >= 6 and not _LOWER_WORD.fullmatch(v) else None
