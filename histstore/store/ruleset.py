@@ -41,8 +41,9 @@ GITLEAKS_FILE = Path(__file__).with_name("rules") / "gitleaks.json"
 #: :func:`ruleset_id`), because redaction decides the ids of what it stores
 RULESET_VERSION = f"{secret_rules.VERSION}+gitleaks-v8.30.0-27"
 
-# How far around a match a gitleaks "line" allowlist looks for the line.
-_LINE_WINDOW = 4096
+# How far around a match a gitleaks "line" allowlist looks for the line (its
+# regexes are about short lines: an import statement, a Dockerfile mount).
+_LINE_WINDOW = 512
 
 
 class Finding(NamedTuple):
@@ -67,6 +68,7 @@ class _Rule(NamedTuple):
     allow: tuple[_Allow, ...]
     gitleaks: bool
     check: Check | None
+    group_numbers: dict[str, int]  # group name -> number
 
 
 def _options(case_sensitive: bool = True) -> Any:
@@ -99,6 +101,7 @@ class _Set(NamedTuple):
     global_stopwords: Any
     digest: str
     kinds: tuple[str, ...]
+    rank_cache: dict[tuple[int, ...], tuple[int, ...]]  # keywords found -> rules to run
 
     def rule(self, rank: int) -> _Rule:
         r = self.built[rank]
@@ -120,6 +123,7 @@ def _histstore_rule(spec: secret_rules.Spec) -> _Rule:
         allow=(),
         gitleaks=False,
         check=CHECKS[spec.check] if spec.check else None,
+        group_numbers=index,
     )
 
 
@@ -128,15 +132,17 @@ def _gitleaks_rule(d: dict[str, Any]) -> _Rule:
         _Allow(a["target"], _alternation(a.get("regexes", [])), _literals(a.get("stopwords", [])))
         for a in d.get("allowlists", [])
     )
+    rx = _compile(d["regex"])
     return _Rule(
         kind=d["id"],
-        rx=_compile(d["regex"]),
+        rx=rx,
         group=d.get("secret_group"),
         value_groups=(),
         entropy=d.get("entropy"),
         allow=allow,
         gitleaks=True,
         check=None,
+        group_numbers=group_index(rx),
     )
 
 
@@ -170,7 +176,9 @@ def _load() -> _Set:
         for k in kws:
             by_word[where[k.lower()]].append(rank)
     g = data["global_allowlist"]
-    material = json.dumps(secret_rules.digest_material(), sort_keys=True).encode("utf-8")
+    material = json.dumps(
+        {**secret_rules.digest_material(), "line_window": _LINE_WINDOW}, sort_keys=True
+    ).encode("utf-8")
     digest = blake3.blake3(RULESET_VERSION.encode() + b"\0" + material + b"\0" + raw).hexdigest()
     return _Set(
         makers=tuple(m for _k, m, _kws in order),
@@ -181,6 +189,7 @@ def _load() -> _Set:
         global_stopwords=_literals(g["stopwords"]),
         digest=digest,
         kinds=tuple(dict.fromkeys(k for k, _m, _kws in order)),
+        rank_cache={},
     )
 
 
@@ -204,11 +213,11 @@ def rules() -> tuple[Any, ...]:
 class _Match:
     """The spans of one RE2 match, group by group (what checks and allowlists read)."""
 
-    __slots__ = ("re", "spans")
+    __slots__ = ("index", "spans")
 
-    def __init__(self, rx: Any, spans: list[tuple[int, int]]) -> None:
-        self.re = rx
+    def __init__(self, spans: list[tuple[int, int]], index: dict[str, int]) -> None:
         self.spans = spans
+        self.index = index
 
     def span(self, group: int = 0) -> tuple[int, int]:
         return self.spans[group]
@@ -220,12 +229,18 @@ class _Match:
         return self.spans[group][1]
 
 
+_UNANCHORED = re2._Anchor.UNANCHORED
+
+
+def _found(rx: Any, data: bytes) -> bool:
+    """Whether the RE2 regex ``rx`` (or None: no regex) matches in ``data``."""
+    return rx is not None and rx._regexp.Match(_UNANCHORED, data, 0, len(data))[0][0] >= 0
+
+
 def _allowed(rs: _Set, rule: _Rule, text: bytes, ms: int, me: int, s: int, e: int) -> bool:
     """gitleaks' allowlists: the finding is not a secret."""
     secret = text[s:e]
-    if rs.global_regex is not None and rs.global_regex.search(secret):
-        return True
-    if rs.global_stopwords is not None and rs.global_stopwords.search(secret):
+    if _found(rs.global_regex, secret) or _found(rs.global_stopwords, secret):
         return True
     for a in rule.allow:
         if a.regex is not None:
@@ -240,14 +255,11 @@ def _allowed(rs: _Set, rule: _Rule, text: bytes, ms: int, me: int, s: int, e: in
                 target = text[lo : hi if hi >= 0 else min(len(text), me + _LINE_WINDOW)]
             else:
                 target = secret
-            if a.regex.search(target):
+            if _found(a.regex, target):
                 return True
-        if a.stopwords is not None and a.stopwords.search(secret):
+        if _found(a.stopwords, secret):
             return True
     return False
-
-
-_UNANCHORED = re2._Anchor.UNANCHORED
 
 
 def _run(rs: _Set, rank: int, text: bytes, out: list[Finding]) -> None:
@@ -292,7 +304,7 @@ def _run(rs: _Set, rank: int, text: bytes, out: list[Finding]) -> None:
             if _allowed(rs, rule, text, ms, me, s, e):
                 continue
         elif rule.check is not None:
-            verdict = rule.check(text, _Match(rule.rx, spans), s, e)
+            verdict = rule.check(text, _Match(spans, rule.group_numbers), s, e)
             if verdict is None:
                 continue
             kind = verdict or kind
@@ -305,16 +317,16 @@ def candidates(text: bytes) -> tuple[int, ...]:
     hits = rs.keywords.Match(text)
     if not hits:
         return ()
-    return _ranks(tuple(hits))
-
-
-@functools.lru_cache(maxsize=4096)
-def _ranks(hits: tuple[int, ...]) -> tuple[int, ...]:
-    rs = _load()
-    ranks: set[int] = set()
-    for i in hits:
-        ranks.update(rs.keyword_rules[i])
-    return tuple(sorted(ranks))
+    key = tuple(hits)
+    found = rs.rank_cache.get(key)
+    if found is None:
+        if len(rs.rank_cache) >= 4096:
+            rs.rank_cache.clear()
+        ranks: set[int] = set()
+        for i in hits:
+            ranks.update(rs.keyword_rules[i])
+        found = rs.rank_cache[key] = tuple(sorted(ranks))
+    return found
 
 
 def scan(text: bytes, ranks: tuple[int, ...] | None = None) -> list[Finding]:

@@ -402,33 +402,18 @@ def _value_kind(name: str | None, v: str, quoted: bool, password: bool) -> str |
 
 
 _WANTED = ("name", "sep", "dq", "sq", "bq", "uq", "call")
-_WANTED_INDEX: dict[int, tuple[tuple[str, int], ...]] = {}
 
 
 def _groups(m: Any) -> dict[str, tuple[int, int]]:
     """The spans of the named groups of interest that took part in the match."""
-    key = id(m.re)
-    wanted = _WANTED_INDEX.get(key)
-    if wanted is None:
-        index = group_index(m.re)
-        wanted = _WANTED_INDEX[key] = tuple((g, index[g]) for g in _WANTED if g in index)
-    spans = m.spans
-    return {name: spans[i] for name, i in wanted if spans[i][0] >= 0}
-
-
-_GROUP_INDEX: dict[int, dict[str, int]] = {}
+    spans, index = m.spans, m.index
+    return {g: spans[index[g]] for g in _WANTED if g in index and spans[index[g]][0] >= 0}
 
 
 def group_index(rx: Any) -> dict[str, int]:
-    """Group name -> number of a compiled RE2 regex over bytes (cached: google-re2
-    rebuilds ``groupindex`` on every access, with bytes names)."""
-    key = id(rx)
-    found = _GROUP_INDEX.get(key)
-    if found is None:
-        found = _GROUP_INDEX[key] = {
-            (k.decode() if isinstance(k, bytes) else k): v for k, v in rx.groupindex.items()
-        }
-    return found
+    """Group name -> number of a compiled RE2 regex (google-re2 gives bytes
+    names for a bytes pattern, and rebuilds the mapping on every access)."""
+    return {(k.decode() if isinstance(k, bytes) else k): v for k, v in rx.groupindex.items()}
 
 
 #: the most of a name (its end) and of a value (its start) a check reads: a
@@ -528,6 +513,7 @@ def digest_material() -> dict[str, Any]:
     """Everything above that decides what is redacted, as JSON data (for the rule-set id)."""
     return {
         "version": VERSION,
+        "limits": [NAME_MAX, VALUE_MAX],
         "providers": [list(s) for s in PROVIDERS],
         "assignments": [list(s) for s in ASSIGNMENTS],
         "names": [
