@@ -588,3 +588,45 @@ def test_a_run_of_key_headers_with_no_end_is_redacted_whole() -> None:
     text = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkq\n" * 50
     out = Redactor([])(text)
     assert "MIIEvQ" not in out and "PRIVATE KEY" not in out
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # duplicate keys: the parsed value keeps one; the text is written anew
+        '{"a": "x", "a": "token = ' + "ghp_" + _B62 + 'a1B2"}',
+        # "\/" escapes: the strings are laid out one by one
+        json.dumps(
+            {"u": "https://hooks.slack.com/services/T0AB1CD2E/B3FG4HI5J/" + _B62[:24]}
+        ).replace("/", "\\/"),
+        # a secret in a key, and next to numbers and literals that stay as they are
+        json.dumps({"ghp_" + _B62 + "a1B2": [1, 2.5, True, None], "client_secret": 1234567890123}),
+        # three documents deep, each with escapes of its own
+        json.dumps(
+            {"l1": json.dumps({"l2": json.dumps({"l3": "a\n\t" + "AKIA" + "Q3EXAMPLE7W4ZNR2\n"})})}
+        ),
+        # a lone surrogate beside a secret
+        '{"t": "cut \\ud83d then sk-' + _B62 + 'Qw3Er5Ty7Ui9Op1A"}',
+    ],
+)
+def test_json_text_stays_json_of_the_same_shape(line: str) -> None:
+    out, value = redact.redact_json_line(DEFAULT, line)
+    assert "[REDACTED:" in out
+    for secret in (_B62, "Q3EXAMPLE7W4ZNR2"):
+        assert secret not in out and secret not in json.dumps(value)
+    before = json.loads(line)
+
+    def shape(v: Any) -> Any:
+        while isinstance(v, str) and v[:1] in "{[":
+            try:
+                v = json.loads(v)
+            except ValueError:
+                break
+        if isinstance(v, dict):
+            return {"dict": len(v), "items": [shape(x) for x in v.values()]}
+        if isinstance(v, list):
+            return [shape(x) for x in v]
+        return type(v).__name__ if isinstance(v, str) else v
+
+    assert shape(json.loads(out)) == shape(before)
+    assert json.loads(out) == value

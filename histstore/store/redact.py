@@ -7,12 +7,14 @@ are RE2 regular expressions, matched in linear time over UTF-8 bytes. The
 redactor runs on two kinds of text and is safe for both:
 
 * JSON text (a line of an agent's session file, a turn, a JSON object): it is
-  parsed, the rules run over its *decoded* strings (each key and string value,
-  laid out as ``"key": "value"`` lines, so escapes such as ``\\n``, ``\\"`` or
-  ``\\u0041`` hide nothing), and only the strings that hold a secret are
-  written again (as JSON strings, UTF-8); every other byte of the text is kept.
-  A string that is itself a JSON document (a tool call's arguments) is redacted
-  the same way, as a document of its own. So a redacted JSON text is still
+  parsed, and the rules run over its strings *decoded*, so escapes such as
+  ``\\n``, ``\\"`` or ``\\u0041`` hide nothing: over the text itself with its
+  one-character escapes decoded (in C) when it has no others, else over its
+  keys and string values laid out as ``"key": "value"`` lines, where a string
+  that is itself a JSON document with escapes of its own (a tool call's
+  arguments) is redacted the same way, as a document of its own. Only the
+  strings that hold a secret are written again (as JSON strings, UTF-8);
+  every other byte of the text is kept, so a redacted JSON text is still
   valid JSON with the same structure;
 * any other text, as it is.
 
@@ -250,8 +252,9 @@ def _redact_json_simple(
     over the text itself with its escapes decoded (in C), so they see its keys,
     values and structure as a person reads them."""
     view = codecs.escape_decode(data)[0] if b"\\" in data else data
-    # decoding these escapes joins no keyword (none holds a control character,
-    # a quote or a backslash): the keywords of the text are those of the view
+    # decoding these escapes makes no keyword: none holds a control
+    # character or a quote, and the one with a backslash (":\\/\\/") could
+    # only come from "\\/", which this text does not hold
     found = ruleset.scan(view, ranks)
     if not found:
         return text, obj

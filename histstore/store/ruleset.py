@@ -1,21 +1,22 @@
 """The secret rule set and its scanner.
 
-Two sources of rules, in this order of precedence (when two findings start at
-the same place, the earlier rule names the kind):
+Rules from two sources, in this order of precedence (when two findings start
+at the same place, the earlier rule names the kind):
 
 1. histstore's own provider formats (:mod:`histstore.store.secret_rules`);
 2. gitleaks' default rules (``rules/gitleaks.json``: converted from gitleaks'
    ``config/gitleaks.toml``, MIT licence, see ``rules/NOTICE``), applied the way
-   gitleaks applies them: a keyword prefilter, the secret group, the entropy
-   limit, the global and per-rule allowlists; ``generic-api-key`` comes last;
-3. histstore's own assignment rules, before ``generic-api-key``.
+   gitleaks applies them (secret group, entropy limit, global and per-rule
+   allowlists), all but ``generic-api-key``;
+3. histstore's own assignment rules;
+4. gitleaks' ``generic-api-key``.
 
 Every regex is RE2 (google-re2), matched over UTF-8 bytes: RE2 matches in time
 linear in its input, and the scanner searches each rule once through the text,
 left to right (it resumes after each finding's secret), so a text costs each
 rule it runs one pass. Which rules run is decided by one RE2 set of every
 rule's keywords (case-insensitive literals): a rule runs only when one of its
-keywords is in the text.
+keywords is in the text. Rules are compiled on first use.
 """
 
 from __future__ import annotations
