@@ -21,6 +21,7 @@ MARKER = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
 #: data file must come with a new version (raise secret_rules.VERSION)
 PINNED = {
     "1+gitleaks-v8.30.0-27": "dda9b22e5024b8423a14d7c3124657b3dd3a44ad0864e37c1eacae2b1411dac9",
+    "2+gitleaks-v8.30.0-27": "3b908dd438230ba33cfeb039edf7e95ae108b85ad8e4b10970c914cfb4a49cae",
 }
 
 
@@ -169,3 +170,22 @@ def test_false_positives_on_ordinary_code_stay_rare() -> None:
         found += len(MARKER.findall(DEFAULT(text))) - len(MARKER.findall(text))
     assert size > 2**20
     assert found <= size / 2**20, found
+
+
+def test_a_rule_whose_groups_label_parts_redacts_its_whole_match() -> None:
+    """Fault: two gitleaks rules capture groups that only label parts of their
+    match (jwt-base64: the JWT header's field names; microsoft-teams-webhook:
+    the UUID's parts), and the first group taken as the secret redacted ten
+    characters of a base64 JWT and left the rest. They redact the whole match
+    (``secret_group`` 0 in gitleaks.json)."""
+    import base64
+
+    jwt = "eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0." + "dozjgNryP4J3jVmNHl0w5N"
+    b64 = base64.b64encode(jwt.encode()).decode()
+    uuid = "5f0c1e7a-3b2d-4c8e-9a61-0d2f4b6c8e10"
+    hook = (
+        f"https://acme.webhook.office.com/webhookb2/{uuid}@{uuid}"
+        f"/IncomingWebhook/{'0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d'}/{uuid}"
+    )
+    assert DEFAULT(f"token {b64} end") == "token [REDACTED:jwt-base64] end"
+    assert DEFAULT(f"post to {hook}") == "post to [REDACTED:microsoft-teams-webhook]"
