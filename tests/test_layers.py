@@ -50,6 +50,7 @@ LAZY = {
     ("histstore.recall.index", "filelock"): "searching never takes the index lock",
     ("histstore.store.config", "uuid"): "only hs init makes a store id",
     ("histstore.store.config", "tomli_w"): "only a config change writes config.toml",
+    ("histstore.store.config", "histstore.store.ruleset"): "only hs init names the rule set",
     ("histstore.store.fsutil", "ctypes"): "only bulk writers flush the filesystem",
     ("histstore.store.codec", "rfc8785"): "only a value with a float needs the reference encoder",
 }
