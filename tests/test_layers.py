@@ -47,6 +47,7 @@ THIRD_PARTY = {
     "tomlkit",
     "mcp",
     "anyio",
+    "re2",
 }
 #: dependencies only one command needs, and the only modules that may import
 #: each: the MCP SDK (and anyio, which it runs on) costs ~1 s of start-up and
@@ -72,6 +73,7 @@ LAZY = {
     ("histstore.recall.index", "filelock"): "searching never takes the index lock",
     ("histstore.store.config", "uuid"): "only hs init makes a store id",
     ("histstore.store.config", "tomli_w"): "only a config change writes config.toml",
+    ("histstore.store.config", "histstore.store.ruleset"): "only hs init names the rule set",
     ("histstore.store.fsutil", "ctypes"): "only bulk writers flush the filesystem",
     ("histstore.store.codec", "rfc8785"): "only a value with a float needs the reference encoder",
     ("histstore.ops.recall", "histstore.memory.prompt"): "hs recall reads memory (and yaml) "
@@ -296,3 +298,6 @@ def test_built_wheel_claims_only_histstore(tmp_path: Path) -> None:
     assert {t for t in tops if not t.endswith(".dist-info")} == {"histstore"}
     names = zipfile.ZipFile(wheel).namelist()
     assert "histstore/plumbing/cli.py" in names and "histstore/porcelain/cli.py" in names
+    # the secret rules and the licence of the ones derived from gitleaks ship with the code
+    for data in ("gitleaks.json", "LICENSE.gitleaks", "NOTICE"):
+        assert f"histstore/store/rules/{data}" in names

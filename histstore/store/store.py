@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from histstore.errors import BadInput, CorruptObject, CorruptStore, NotFound
 from histstore.store.codec import decode_json, is_object_id
-from histstore.store.config import FORMAT_VERSION, new_config, read_config, write_config
+from histstore.store.config import (
+    FORMAT_VERSION,
+    new_config,
+    read_config,
+    ruleset_of,
+    rulesets_of,
+    write_config,
+)
 from histstore.store.fsutil import atomic_write
 from histstore.store.kinds import Marker, Session, SessionRev, materialize, parse
 from histstore.store.upgrading import committed, finish
@@ -320,6 +327,7 @@ class Store:
         overlay views are rewritten before the operation counts as applied, so
         a crash never leaves them behind the refs (the roll-forward rewrites
         them)."""
+        self._record_ruleset()
         before_done = None
         if any(c.ref.startswith(OVERLAY_PREFIX) for c in changes):
 
@@ -329,6 +337,35 @@ class Store:
         return self.refs.apply(
             changes, self.redactor(command), extra=extra, before_done=before_done
         )
+
+    def _record_ruleset(self) -> None:
+        """(Lock held.) config.toml names the rule set this hs redacts with:
+        the first operation of an hs whose rules are not the ones recorded
+        (another release) records its own as ``[redact] ruleset`` and adds it
+        to ``rulesets``, keeping every other key (docs/format.md, "config.toml")."""
+        from histstore.store.redact import ruleset_id
+
+        current = ruleset_id()
+        if ruleset_of(self.config) == current and current in rulesets_of(self.config):
+            return
+        config = read_config(self.root)
+        seen = rulesets_of(config)
+        section = config.setdefault("redact", {})
+        section["ruleset"] = current
+        section["rulesets"] = seen if current in seen else [*seen, current]
+        write_config(self.root, config)
+        self.config = config
+
+    def add_rulesets(self, rulesets: list[str]) -> None:
+        """(Lock held.) Record that objects redacted with ``rulesets`` arrived
+        (a sync brought them)."""
+        config = read_config(self.root)
+        seen = rulesets_of(config)
+        new = [r for r in rulesets if r not in seen]
+        if new:
+            config.setdefault("redact", {})["rulesets"] = [*seen, *new]
+            write_config(self.root, config)
+        self.config = config
 
     # gc's horizon: refs-log entries older than it may name objects gc removed
 

@@ -41,6 +41,7 @@ from typing import Any
 from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError, NotFound
 from histstore.recall.index import RecallIndex
 from histstore.store.codec import is_object_id
+from histstore.store.config import read_config, rulesets_of
 from histstore.store.objectstore import Batch, MemoryObjectStore
 from histstore.store.oplog import Operation, RefChange
 from histstore.store.store import Store
@@ -52,6 +53,7 @@ from histstore.sync.remotes import (
     Remote,
     check_empty_folder,
     check_remote_name,
+    check_same_patterns,
     overlap_of,
 )
 from histstore.sync.walk import Moved, Objects, _Made, _Presence, walk_missing
@@ -272,6 +274,7 @@ def sync(
     overlap = overlap_of(remote.root, local)
     if overlap:
         raise BadInput(f"{remote.root} {overlap}")
+    check_same_patterns(local, remote, name)
     direction = "sync" if push and pull else "push" if push else "pull"
     report = SyncReport(name, str(remote.root), direction, dry_run=dry_run)
 
@@ -375,6 +378,11 @@ def _record(
             with dst.objects.batch() as batch:
                 made = _Made(objs, dst.objects)
                 walk_missing(made, made, sorted(ids), _copier(batch, None))
+    # each side records the rule sets whose redaction the objects it got carry
+    if report.sent.objects or report.remote_changes:
+        remote.add_rulesets(rulesets_of(read_config(local.root)))
+    if report.received.objects or report.local_changes:
+        local.add_rulesets(rulesets_of(read_config(remote.root)))
     peer = str(local.config.get("store", {}).get("id", ""))
     if report.remote_changes:
         report.remote_operation = remote.apply(
