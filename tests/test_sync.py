@@ -20,6 +20,7 @@ from synctools import (
     write_memory,
 )
 
+from histstore.errors import CorruptObject
 from histstore.ops.forget import forget, resolve_target, unforget
 from histstore.ops.fsck import fsck
 from histstore.overlay.markers import Overlay
@@ -1097,3 +1098,34 @@ def test_a_bad_rule_set_entry_is_bad_input(tmp_path: Path) -> None:
     _edit_config(a, rulesets="not a list")
     r = hs("-C", str(a), "log")
     assert r.exit_code == 2 and "[redact] ruleset must be a rule-set id" in r.stderr
+
+
+def test_a_first_push_copies_packs_whole_and_verifies_them(tmp_path: Path) -> None:
+    """push --init into an empty store: the pack files arrive byte for byte,
+    each object re-hashed once on the way; a damaged object stops it before
+    the pack's index (so the pack is never visible) and no ref moves."""
+    from histstore.store.objectstore import DiskObjectStore
+
+    a, _ = Store.init(tmp_path / "a")
+    add_turns(a, tmp_path, list(range(60)), session_id="s")
+    a.objects.put("blob", b"a loose one")
+    b, _ = Store.init(tmp_path / "b")
+    rep = sync(a, b, "b", pull=False)
+    assert rep.sent.objects == a.objects.count()
+    src = {p.name: p.read_bytes() for p in (tmp_path / "a" / "objects" / "pack").glob("pack-*")}
+    dst = {p.name: p.read_bytes() for p in (tmp_path / "b" / "objects" / "pack").glob("pack-*")}
+    assert src == dst and src
+    assert b.session_refs() == a.session_refs()
+    assert [f for f in fsck(b) if f.severity == "error"] == []
+    # a flipped byte in the local pack: the copy refuses it
+    objs = a.objects
+    assert isinstance(objs, DiskObjectStore)
+    (pack,) = objs.packs()
+    data = bytearray(pack.pack_path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    pack.pack_path.write_bytes(bytes(data))
+    c, _ = Store.init(tmp_path / "c")
+    with pytest.raises(CorruptObject):
+        sync(Store.open(tmp_path / "a"), c, "c", pull=False)
+    assert not list((tmp_path / "c" / "objects" / "pack").glob("*.idx"))
+    assert c.session_refs() == {}

@@ -42,8 +42,9 @@ from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError, N
 from histstore.recall.index import RecallIndex
 from histstore.store.codec import is_object_id
 from histstore.store.config import read_config, rulesets_of
-from histstore.store.objectstore import Batch, MemoryObjectStore
+from histstore.store.objectstore import Batch, DiskObjectStore, MemoryObjectStore
 from histstore.store.oplog import Operation, RefChange
+from histstore.store.repack import copy_all
 from histstore.store.store import Store
 from histstore.sync.follow import follow_memory
 from histstore.sync.merge import MemoryConflict, check_value, merge_values, recorded_conflicts
@@ -303,6 +304,12 @@ def sync(
     if not plan.differ and not (interrupted and not dry_run):
         return _followed(local, report)
     send, recv = roots(plan)
+    if not dry_run and push and send and _empty(remote):
+        # a first push: every pack copied whole and verified, not object by
+        # object (the walk below then finds everything there)
+        lo, ro = local.objects, remote.objects
+        if isinstance(lo, DiskObjectStore) and isinstance(ro, DiskObjectStore):
+            report.sent.objects, report.sent.bytes = copy_all(lo, ro)
     if not dry_run:
         # the bulk of the objects, before any lock (objects need none)
         step = walker(len(send) + len(recv))
@@ -333,6 +340,14 @@ def sync(
     if moved and refresh_index:
         refresh_after_pull(local, report, any(c.ref.startswith("overlay/") for c in moved))
     return _followed(local, report)
+
+
+def _empty(store: Store) -> bool:
+    """Whether a store holds no object at all (a remote just made by --init)."""
+    objs = store.objects
+    if not isinstance(objs, DiskObjectStore):
+        return False
+    return not objs.packs() and next(objs.iter_loose(), None) is None
 
 
 def _followed(local: Store, report: SyncReport) -> SyncReport:

@@ -202,8 +202,12 @@ def test_a_sync_killed_late_in_the_copy_sends_only_the_rest_when_run_again(
     pa, pb = tmp_path / "a", tmp_path / "b"
     a, _ = Store.init(pa)
     b, _ = Store.init(pb)
+    # not empty: a first push into an empty store copies packs whole instead
+    b.objects.put("blob", b"already here")
+    probe = Store.init(tmp_path / "probe")[0]
+    probe.objects.put("blob", b"already here")
     add_turns(a, tmp_path, list(range(120)), session_id="s")
-    total = sync(a, Store.init(tmp_path / "probe")[0], "probe", pull=False).sent.objects
+    total = sync(a, probe, "probe", pull=False).sent.objects
     a.close()
     b.close()
     assert total > 100
