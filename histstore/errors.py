@@ -35,6 +35,12 @@ class HistError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def line(self) -> str:
+        """The one line every front end gives for it (the CLI on stderr, the MCP
+        server as a tool error): ``hs: error: <message>; hint: <what to do>``."""
+        hint = f"; hint: {self.hint}" if self.hint else ""
+        return f"hs: error: {self.message}{hint}"
+
 
 class BadInput(HistError):
     exit_code = 2

@@ -17,17 +17,25 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from histstore.display import visible
 from histstore.errors import HistError
 from histstore.plumbing.report import error_lines, internal_line, os_error_line
 from histstore.store.config import default_store_path
 from histstore.store.store import Store
 
 
+def stderr_line(text: str) -> None:
+    """One line on stderr, control characters made visible: a message may
+    quote stored text or an argument (an id, a path), which must not act on
+    the terminal (histstore.display)."""
+    typer.echo(visible(text, lines=False), err=True)
+
+
 def report_error(e: HistError) -> None:
     """One line: what went wrong with which input, and what to do about it.
     An ambiguous id is followed by its candidates, one per line."""
     for line in error_lines(e):
-        typer.echo(line, err=True)
+        stderr_line(line)
 
 
 class HsGroup(TyperGroup):
@@ -46,12 +54,12 @@ class HsGroup(TyperGroup):
             os.dup2(devnull, sys.stdout.fileno())
             ctx.exit(0)
         except OSError as e:
-            typer.echo(os_error_line(e), err=True)
+            stderr_line(os_error_line(e))
             ctx.exit(1)
         except Exception as e:  # the last resort: never a traceback to a user
             if os.environ.get("HS_DEBUG") or _is_cli_signal(e):
                 raise
-            typer.echo(internal_line(e), err=True)
+            stderr_line(internal_line(e))
             ctx.exit(1)
 
 
@@ -63,16 +71,17 @@ def _is_cli_signal(e: Exception) -> bool:
     )
 
 
-def new_app(help_text: str) -> typer.Typer:
-    return typer.Typer(
-        cls=HsGroup,
-        help=help_text,
-        no_args_is_help=True,
-        add_completion=False,
-        pretty_exceptions_enable=False,
-        pretty_exceptions_show_locals=False,  # agent history holds secrets
-        context_settings={"help_option_names": ["-h", "--help"]},
-    )
+def new_app(help_text: str, **options: Any) -> typer.Typer:
+    settings: dict[str, Any] = {
+        "cls": HsGroup,
+        "help": help_text,
+        "no_args_is_help": True,
+        "add_completion": False,
+        "pretty_exceptions_enable": False,
+        "pretty_exceptions_show_locals": False,  # agent history holds secrets
+        "context_settings": {"help_option_names": ["-h", "--help"]},
+    }
+    return typer.Typer(**{**settings, **options})
 
 
 def store_path(ctx: typer.Context) -> Path:
@@ -84,7 +93,8 @@ def store_path(ctx: typer.Context) -> Path:
 
 def open_store(ctx: typer.Context) -> Store:
     store = Store.open(store_path(ctx))
-    store.notify = lambda message: typer.echo(f"hs: {message}", err=True)
+    store.notify = lambda message: stderr_line(f"hs: {message}")
+    store.break_lock = bool((ctx.find_root().obj or {}).get("break_lock"))
     ctx.call_on_close(store.close)
     return store
 

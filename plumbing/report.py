@@ -11,14 +11,14 @@ import os
 import sys
 from collections.abc import Callable
 
+from histstore.display import visible
 from histstore.errors import Ambiguous, HistError
 
 
 def error_lines(e: HistError) -> list[str]:
     """What went wrong with which input, and what to do about it; an ambiguous
     id is followed by its candidates, one per line."""
-    hint = f"; hint: {e.hint}" if e.hint else ""
-    lines = [f"hs: error: {e.message}{hint}"]
+    lines = [e.line()]
     if isinstance(e, Ambiguous) and e.candidates:
         lines += [f"  {c}" for c in e.candidates]
     return lines
@@ -36,6 +36,12 @@ def internal_line(e: BaseException) -> str:
     )
 
 
+def stderr_line(text: str) -> None:
+    """One line on stderr, control characters made visible (a message may
+    quote stored text or an argument: histstore.display)."""
+    print(visible(text, lines=False), file=sys.stderr)
+
+
 def guarded(run: Callable[[], None]) -> int:
     """Run a command the way HsGroup does, returning its exit code: a typed
     error is its lines on stderr and its code; Ctrl-C 130; a closed pipe 0;
@@ -44,21 +50,21 @@ def guarded(run: Callable[[], None]) -> int:
         run()
     except HistError as e:
         for line in error_lines(e):
-            print(line, file=sys.stderr)
+            stderr_line(line)
         return e.exit_code
     except KeyboardInterrupt:
-        print("hs: interrupted", file=sys.stderr)
+        stderr_line("hs: interrupted")
         return 130
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except OSError as e:
-        print(os_error_line(e), file=sys.stderr)
+        stderr_line(os_error_line(e))
         return 1
     except Exception as e:
         if os.environ.get("HS_DEBUG"):
             raise
-        print(internal_line(e), file=sys.stderr)
+        stderr_line(internal_line(e))
         return 1
     return 0

@@ -13,8 +13,10 @@ import typer
 from histstore.errors import BadInput
 from histstore.plumbing.cli import app as plumbing_app
 from histstore.plumbing.common import command_line, new_app, open_store, store_path
+from histstore.porcelain.maint_cli import register as register_maint_commands
+from histstore.porcelain.mcp_cli import app as mcp_app
 from histstore.porcelain.memory_cli import app as memory_app
-from histstore.porcelain.render import size_text
+from histstore.porcelain.render import field, say, size_text
 from histstore.porcelain.sync_cli import register as register_sync_commands
 
 if TYPE_CHECKING:
@@ -32,8 +34,13 @@ app = new_app(
 )
 app.add_typer(plumbing_app, name="plumbing")
 app.add_typer(memory_app, name="memory")
+app.add_typer(mcp_app, name="mcp")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option("--agent", help="Only this agent's sessions: claude-code, codex, hs, ..."),
+]
 
 
 @app.callback()
@@ -43,8 +50,16 @@ def root(
         Path | None,
         typer.Option("--store", "-C", help="The store directory.", show_default=False),
     ] = None,
+    break_lock: Annotated[
+        bool,
+        typer.Option(
+            "--break-lock",
+            help="Take over the lock of a writer on another host that has not "
+            "refreshed it for 10 minutes (it is gone).",
+        ),
+    ] = False,
 ) -> None:
-    ctx.obj = {"store": str(store) if store else None}
+    ctx.obj = {"store": str(store) if store else None, "break_lock": break_lock}
 
 
 @app.command()
@@ -56,9 +71,9 @@ def init(ctx: typer.Context) -> None:
     store, created = Store.init(path)
     store.close()
     if created:
-        typer.echo(f"Initialized empty histstore in {path}")
+        say(f"Initialized empty histstore in {path}")
     else:
-        typer.echo(f"A histstore already exists in {path}")
+        say(f"A histstore already exists in {path}")
 
 
 def _progress_total(paths: list[Path]) -> int:
@@ -81,23 +96,23 @@ def _print_report(rep: ImportReport, verb: str = "imported") -> None:
         f"turns: {rep.turns_added} added, {rep.turns_revised} revised, "
         f"{rep.turns_unchanged} unchanged",
     ]
-    typer.echo("; ".join(parts))
+    say("; ".join(parts))
     if rep.operation is None:
-        typer.echo("nothing new: no operation recorded")
+        say("nothing new: no operation recorded")
     else:
-        typer.echo(f"operation {rep.operation.op}")
+        say(f"operation {rep.operation.op}")
     for f, why in rep.files_skipped:
-        typer.echo(f"hs: skipped {f}: {why}", err=True)
+        say(f"hs: skipped {f}: {why}", err=True)
     for p in rep.problems:
-        typer.echo(f"hs: warning: {p}", err=True)
+        say(f"hs: warning: {p}", err=True)
     if rep.index_error:
-        typer.echo(
+        say(
             f"hs: warning: the recall index did not take the new turns ({rep.index_error}); "
             "hint: they are stored; `hs plumbing index-build` rebuilds it",
             err=True,
         )
     if not rep.complete:
-        typer.echo(
+        say(
             f"hs: some input was not imported ({len(rep.files_skipped)} file(s) skipped, "
             f"{len(rep.problems)} problem(s) above); the rest is stored",
             err=True,
@@ -107,32 +122,107 @@ def _print_report(rep: ImportReport, verb: str = "imported") -> None:
 @app.command("import")
 def import_(
     ctx: typer.Context,
-    paths: Annotated[list[Path], typer.Argument(help="Session files or folders.")],
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Session files or folders (default: every agent home found)."),
+    ] = None,
     fmt: Annotated[
         str | None,
-        typer.Option("--format", help="Force a format: turns or claude-code."),
+        typer.Option("--format", help="Force a format: turns, claude-code or codex."),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Say what would be imported (agent, path, files, new bytes); write nothing.",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Import agent sessions: Claude Code files and folders, or turn JSONL."""
+    """Import agent sessions: Claude Code, Codex CLI, turn JSONL.
+
+    Without a path, every agent home found is imported: ~/.claude (or
+    $CLAUDE_CONFIG_DIR), ~/.codex (or $CODEX_HOME)."""
+    from histstore.history.homes import agent_homes, candidates
+    from histstore.history.importers.detect import check_format
+
+    check_format(fmt)
+    store = open_store(ctx)
+    homes = []
+    if not paths:
+        homes = [h for h in agent_homes() if fmt is None or h.format == fmt]
+        if not homes:
+            looked = ", ".join(str(h.path) for h in candidates() if fmt is None or h.format == fmt)
+            if json_out:
+                typer.echo(json.dumps({"sources": [], "looked_in": looked.split(", ")}))
+            else:
+                say(f"nothing to import: no agent history found (looked in {looked})")
+            return
+    if dry_run:
+        _dry_run(store, paths or [], homes, fmt, json_out)
+        return
     from histstore.ops.importing import import_paths
 
-    store = open_store(ctx)
-    cmd = command_line(ctx, *(str(p) for p in paths))
+    targets = list(paths) if paths else [h.path for h in homes]
+    cmd = command_line(ctx, *(str(p) for p in paths or []))
+    if homes and not json_out:
+        for h in homes:
+            say(f"{h.agent}: {h.path}")
     show_bar = sys.stderr.isatty() and not json_out
     if show_bar:
         with typer.progressbar(
-            length=max(_progress_total(paths), 1), label="importing", file=sys.stderr
+            length=max(_progress_total(targets), 1), label="importing", file=sys.stderr
         ) as bar:
-            rep = import_paths(store, paths, fmt=fmt, command=cmd, progress=bar.update)
+            rep = import_paths(store, targets, fmt=fmt, command=cmd, progress=bar.update)
     else:
-        rep = import_paths(store, paths, fmt=fmt, command=cmd)
+        rep = import_paths(store, targets, fmt=fmt, command=cmd)
     if json_out:
-        typer.echo(json.dumps(rep.as_json(), ensure_ascii=False))
+        out = rep.as_json()
+        if homes:
+            out["sources"] = [{"agent": h.agent, "path": str(h.path)} for h in homes]
+        typer.echo(json.dumps(out, ensure_ascii=False))
     else:
         _print_report(rep)
     if not rep.complete:
         raise typer.Exit(1)  # documented: some input was not imported
+
+
+def _dry_run(
+    store: Any, paths: list[Path], homes: list[Any], fmt: str | None, json_out: bool
+) -> None:
+    """``hs import --dry-run``: each source, its files and new bytes; nothing written."""
+    from histstore.history.importing import dry_run
+
+    sources = [(h.path, h.agent) for h in homes] or [(p, None) for p in paths]
+    plans = dry_run(store, sources, fmt)
+    skipped = [f for sp in plans for f in sp.files if f.skip]
+    if json_out:
+        for sp in plans:
+            typer.echo(json.dumps(sp.as_json(), ensure_ascii=False))
+    else:
+        for sp in plans:
+            j = sp.as_json()
+            files = f"{j['files']} file{'s' if j['files'] != 1 else ''}"
+            parts = [f"{j['files_to_read']} to read"]
+            if j["files_unchanged"]:
+                parts.append(f"{j['files_unchanged']} unchanged")
+            if j["files_skipped"]:
+                parts.append(f"{len(j['files_skipped'])} skipped")
+            say(
+                f"{j['agent'] or '-'}  {j['path']}  {files} ({', '.join(parts)}), "
+                f"{size_text(j['new_bytes'])} new"
+            )
+        total = sum(sp.new_bytes for sp in plans)
+        to_read = sum(sp.as_json()["files_to_read"] for sp in plans)
+        say(
+            f"dry run: {to_read} file{'s' if to_read != 1 else ''} to read, "
+            f"{size_text(total)} new; nothing was written"
+        )
+    for f in skipped:
+        say(f"hs: would skip {f.path}: {f.skip}", err=True)
+    if skipped:
+        say(f"hs: some input would not be imported ({len(skipped)} file(s) skipped)", err=True)
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -152,18 +242,16 @@ def record(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     store = open_store(ctx)
     turn_id, rep = record_turn(store, data, command=command_line(ctx))
     if rep.index_error and not json_out:
-        typer.echo(
-            f"hs: warning: the recall index did not take the turn ({rep.index_error})", err=True
-        )
+        say(f"hs: warning: the recall index did not take the turn ({rep.index_error})", err=True)
     if json_out:
         out = rep.as_json()
         out["turn_id"] = turn_id
         typer.echo(json.dumps(out, ensure_ascii=False))
     elif rep.operation is None:
-        typer.echo(f"turn {turn_id} unchanged: nothing recorded")
+        say(f"turn {turn_id} unchanged: nothing recorded")
     else:
         what = "revised" if rep.turns_revised else "recorded"
-        typer.echo(f"{what} turn {turn_id} (operation {rep.operation.op})")
+        say(f"{what} turn {turn_id} (operation {rep.operation.op})")
 
 
 def _project_arg(project: str | None) -> str | None:
@@ -212,6 +300,7 @@ def log(
         bool,
         typer.Option("--all", help="Show tombstoned turns' content too (never an excluded one's)."),
     ] = False,
+    agent: AgentOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Turns, newest first, like `git log`."""
@@ -225,10 +314,17 @@ def log(
     since_ts = parse_since(since) if since else None
     project = _project_arg(project)
     items = reads.log(
-        store, session=session, project=project, since=since_ts, limit=n, show_all=all_
+        store,
+        session=session,
+        project=project,
+        since=since_ts,
+        limit=n,
+        show_all=all_,
+        agent=agent,
     )
     if not items and not json_out:
-        typer.echo("no turns" + (" match" if (session or project or since) else " recorded yet"))
+        filtered = session or project or since or agent is not None
+        say("no turns" + (" match" if filtered else " recorded yet"))
         return
     for i, it in enumerate(items):
         if it.turn is None:
@@ -246,11 +342,11 @@ def log(
         if json_out:
             typer.echo(json.dumps(_turn_summary(it.turn, it.entry.object), ensure_ascii=False))
         elif oneline:
-            typer.echo(render.oneline(it.turn))
+            say(render.oneline(it.turn))
         else:
             if i:
-                typer.echo("")
-            typer.echo(render.turn_text(it.turn, it.session, max_lines=6))
+                say("")
+            say(render.turn_text(it.turn, it.session, max_lines=6))
 
 
 def _mode_word(mode: str) -> str:
@@ -263,7 +359,7 @@ def _print_forgotten(
     """A forgotten turn as log and show give it without --all: that it was, not what."""
     note = f"forgotten ({_mode_word(marker.mode)} since {marker.time})"
     if json_out:
-        typer.echo(
+        say(
             json.dumps(
                 {
                     "turn_id": turn_id,
@@ -274,11 +370,11 @@ def _print_forgotten(
             )
         )
     elif oneline:
-        typer.echo(f"{turn_id[:12]}  {asked_at[:10]} {asked_at[11:16]}  {session_id[:8]}  {note}")
+        say(f"{turn_id[:12]}  {asked_at[:10]} {asked_at[11:16]}  {session_id[:8]}  {note}")
     else:
         if i:
-            typer.echo("")
-        typer.echo(f"turn {turn_id}\nSession: {session_id}\n\n    {note}")
+            say("")
+        say(f"turn {turn_id}\nSession: {session_id}\n\n    {note}")
 
 
 @app.command()
@@ -300,6 +396,8 @@ def show(
 
     store = open_store(ctx)
     r = reads.show(store, ident, show_all=all_)
+    if r.old_id:
+        say(f"hs: {r.old_id[:12]} is a format-1 id; it is {r.id[:12]} now", err=True)
     if r.kind == "turn":
         _show_turn(store, r, full=full, raw=raw, json_out=json_out)
     elif r.kind == "session":
@@ -328,14 +426,23 @@ def _show_turn(store: Any, r: Any, *, full: bool, raw: bool, json_out: bool) -> 
         out["object"] = r.entry.object
         typer.echo(json.dumps(out, ensure_ascii=False))
         return
-    typer.echo(render.turn_text(turn, r.session, max_lines=None))
+    say(render.turn_text(turn, r.session, max_lines=None))
+    links = r.links
+    if links is not None and (links.spawned or links.started_by):
+        say("")
+        for agent, turns in links.spawned.items():
+            which = ", ".join(turns) if turns else "not in the store"
+            n = f"{len(turns)} turn{'s' if len(turns) != 1 else ''}"
+            say(f"Sub-agent {agent}: {n}: {which}" if turns else f"Sub-agent {agent}: {which}")
+        if links.started_by:
+            say(f"Started by: turn {links.started_by}")
     if full:
-        typer.echo("")
+        say("")
         for step in expand_turn(store, turn)["steps"]:
-            typer.echo(render.step_text(step))
+            say(render.step_text(step))
     src = r.source or {}
     if src.get("file"):
-        typer.echo(f"\nSource:  {src['file']}:{src.get('line') or '?'}")
+        say(f"\nSource:  {field(src['file'])}:{src.get('line') or '?'}")
 
 
 def _show_session(r: Any, *, json_out: bool) -> None:
@@ -348,20 +455,20 @@ def _show_session(r: Any, *, json_out: bool) -> None:
     if json_out:
         typer.echo(json.dumps(s.as_json(), ensure_ascii=False))
         return
-    typer.echo(f"session {s.session_id}")
+    say(f"session {s.session_id}")
     if s.title:
-        typer.echo(f"Title:   {s.title}")
-    typer.echo(f"Project: {s.project}")
-    typer.echo(f"Agent:   {s.agent}")
-    typer.echo(f"Turns:   {len(s.turns)}")
-    typer.echo("")
+        say(f"Title:   {field(s.title)}")
+    say(f"Project: {field(s.project)}")
+    say(f"Agent:   {field(s.agent)}")
+    say(f"Turns:   {len(s.turns)}")
+    say("")
     for it in r.turns:
         if it.turn is None:
             _print_forgotten(
                 it.turn_id, s.session_id, it.entry.asked_at, it.withheld, False, True, 0
             )
         else:
-            typer.echo(render.oneline(it.turn))
+            say(render.oneline(it.turn))
 
 
 def _show_object(r: Any, *, json_out: bool) -> None:
@@ -386,11 +493,11 @@ def _show_object(r: Any, *, json_out: bool) -> None:
         body: Any = payload.decode("utf-8", "replace") if kind == "blob" else json.loads(payload)
         typer.echo(json.dumps({"id": r.id, "kind": kind, "size": len(payload), "payload": body}))
         return
-    typer.echo(f"{kind} {r.id} ({len(payload)} bytes)")
+    say(f"{kind} {r.id} ({len(payload)} bytes)")
     if kind == "blob":
-        typer.echo(payload.decode("utf-8", "replace"))
+        say(payload.decode("utf-8", "replace"))
     else:
-        typer.echo(json.dumps(json.loads(payload), ensure_ascii=False, indent=2, sort_keys=True))
+        say(json.dumps(json.loads(payload), ensure_ascii=False, indent=2, sort_keys=True))
 
 
 def _print_forgotten_session(session_id: str, marker: Any, json_out: bool) -> None:
@@ -398,7 +505,7 @@ def _print_forgotten_session(session_id: str, marker: Any, json_out: bool) -> No
         forgotten = {"mode": marker.mode, "since": marker.time}
         typer.echo(json.dumps({"session_id": session_id, "forgotten": forgotten}))
     else:
-        typer.echo(
+        say(
             f"session {session_id}\n\n    forgotten ({_mode_word(marker.mode)} since {marker.time})"
         )
 
@@ -416,7 +523,7 @@ def recall(
     ] = None,
     days: Annotated[int | None, typer.Option(help="Only the last N days.")] = None,
     k: Annotated[int, typer.Option("-k", help="How many turns, 1 to 10.")] = 5,
-    agent: Annotated[str | None, typer.Option(help="Only turns of this agent.")] = None,
+    agent: AgentOpt = None,
     session: Annotated[str | None, typer.Option(help="Only turns of this session.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -433,7 +540,8 @@ def recall(
         agent=agent,
         session=session,
         json_out=json_out,
-        echo=typer.echo,
+        say=say,
+        raw=typer.echo,
     )
 
 
@@ -451,14 +559,12 @@ def _confirm_target(target: Any, confirm: str | None, verb: str) -> str | None:
     if confirm is not None or not _on_terminal():
         return confirm
     if target.kind == "memory":
-        typer.echo(f"{verb} memory note {target.id} (scope {target.session})", err=True)
+        say(f"{verb} memory note {target.id} (scope {target.session})", err=True)
     else:
         what = f"{target.turns} turn{'s' if target.turns != 1 else ''}"
-        typer.echo(
-            f"{verb} {target.kind} {target.id}: {what} of session {target.session}", err=True
-        )
+        say(f"{verb} {target.kind} {target.id}: {what} of session {target.session}", err=True)
     if target.first_prompt:
-        typer.echo(f"  first prompt: {target.first_prompt}", err=True)
+        say(f"  first prompt: {field(target.first_prompt)}", err=True)
     answer: str = typer.prompt(f"type the {target.kind} id to confirm", err=True, default="")
     return answer.strip()
 
@@ -469,7 +575,7 @@ def _print_forgotten_list(items: list[Any], json_out: bool) -> None:
             typer.echo(json.dumps(f.as_json(), ensure_ascii=False))
         return
     if not items:
-        typer.echo("nothing is forgotten")
+        say("nothing is forgotten")
         return
     for f in items:
         m = f.marker
@@ -480,11 +586,13 @@ def _print_forgotten_list(items: list[Any], json_out: bool) -> None:
             if m.target_kind == "memory"
             else f"hides {f.hides} turn{'s' if f.hides != 1 else ''}"
         )
-        typer.echo(f"{m.mode:9}  {m.time}  {m.target_kind} {m.target}  ({hides})")
+        if f.agent:
+            hides += f" of {f.agent}"
+        say(f"{m.mode:9}  {m.time}  {m.target_kind} {m.target}  ({hides})")
         if m.reason:
-            typer.echo(f"           reason: {m.reason}")
+            say(f"           reason: {field(m.reason)}")
         if f.first_prompt:
-            typer.echo(f"           first prompt: {f.first_prompt}")
+            say(f"           first prompt: {field(f.first_prompt)}")
 
 
 @app.command()
@@ -501,6 +609,9 @@ def forget(
         str | None, typer.Option(help="The exact id, required without a terminal.")
     ] = None,
     list_: Annotated[bool, typer.Option("--list", help="List what is forgotten.")] = False,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="With --list: only this agent's sessions.")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Hide a session or a turn from recall (a tombstone) or also from export."""
@@ -509,8 +620,10 @@ def forget(
 
     store = open_store(ctx)
     if list_:
-        _print_forgotten_list(forgotten(store), json_out)
+        _print_forgotten_list(forgotten(store, agent=agent), json_out)
         return
+    if agent is not None:
+        raise BadInput("--agent only filters --list", hint="hs forget --list --agent NAME")
     if target is None:
         raise BadInput("name what to forget", hint="hs forget TARGET --confirm TARGET")
     t = resolve_target(store, target, confirm=confirm)
@@ -524,34 +637,30 @@ def forget(
         return
     hidden = "recall and export" if mode == "exclude" else "recall"
     if not res.changed:
-        typer.echo(
-            f"{_what(t)} is already forgotten ({_mode_word(res.marker.mode)}): nothing changed"
-        )
+        say(f"{_what(t)} is already forgotten ({_mode_word(res.marker.mode)}): nothing changed")
         return
     assert res.operation is not None
     if t.kind == "memory":
         views = "hs memory prompt and recall" + (
             " and every view of its text" if mode == "exclude" else ""
         )
-        typer.echo(f"forgot memory note {t.id}: {mode}, hidden from {views}")
-        typer.echo(
-            f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.time}"
-        )
-        typer.echo("  the note's file is not deleted; `hs unforget` lifts the marker")
+        say(f"forgot memory note {t.id}: {mode}, hidden from {views}")
+        say(f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.time}")
+        say("  the note's file is not deleted; `hs unforget` lifts the marker")
         return
-    typer.echo(
+    say(
         f"forgot {t.kind} {t.id} ({t.turns} turn{'s' if t.turns != 1 else ''}): {mode}, hidden from {hidden}"
     )
-    typer.echo(f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.time}")
-    typer.echo(f"  index updated: generation {res.generation}; recall no longer finds it")
+    say(f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.time}")
+    say(f"  index updated: generation {res.generation}; recall no longer finds it")
 
 
 @app.command()
-def forgotten(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+def forgotten(ctx: typer.Context, agent: AgentOpt = None, json_out: JsonOpt = False) -> None:
     """Every tombstone and exclusion: when, why, and what it hides."""
     from histstore.ops.forget import forgotten as list_forgotten
 
-    _print_forgotten_list(list_forgotten(open_store(ctx)), json_out)
+    _print_forgotten_list(list_forgotten(open_store(ctx), agent=agent), json_out)
 
 
 @app.command()
@@ -574,12 +683,12 @@ def unforget(
     if json_out:
         typer.echo(json.dumps(res.as_json(), ensure_ascii=False))
     elif not res.changed:
-        typer.echo(f"{_what(t)} is not forgotten: nothing changed")
+        say(f"{_what(t)} is not forgotten: nothing changed")
     else:
         assert res.operation is not None
-        typer.echo(f"unforgot {_what(t)}: back in recall (operation {res.operation.op})")
+        say(f"unforgot {_what(t)}: back in recall (operation {res.operation.op})")
         if t.kind != "memory":
-            typer.echo(f"  index updated: generation {res.generation}")
+            say(f"  index updated: generation {res.generation}")
 
 
 @app.command()
@@ -592,6 +701,7 @@ def export(
         str | None, typer.Option(help="Only turns asked since: 2w, 3d, 12h, or a date.")
     ] = None,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to FILE.")] = None,
+    agent: AgentOpt = None,
 ) -> None:
     """Turns out of the store (excluded ones never): turn JSONL or markdown."""
     from histstore.history.reading import parse_since
@@ -600,7 +710,10 @@ def export(
     store = open_store(ctx)
     project = _project_arg(project)
     since_ts = parse_since(since) if since else None
-    for chunk in do_export(store, fmt, output, session=session, project=project, since=since_ts):
+    chunks = do_export(
+        store, fmt, output, session=session, project=project, since=since_ts, agent=agent
+    )
+    for chunk in chunks:
         typer.echo(chunk, nl=False)
 
 
@@ -616,15 +729,15 @@ def ops(
     if n is not None:
         items = items[: max(n, 0)]
     if not items and not json_out:
-        typer.echo("no operations yet")
+        say("no operations yet")
     for op in items:
         if json_out:
             typer.echo(json.dumps(op.as_json(), ensure_ascii=False))
             continue
         refs = ", ".join(c.ref for c in op.changes[:3])
         more = f" and {len(op.changes) - 3} more" if len(op.changes) > 3 else ""
-        typer.echo(f"{op.op}  {op.time}  {op.command}")
-        typer.echo(f"    {len(op.changes)} ref{'s' if len(op.changes) != 1 else ''}: {refs}{more}")
+        say(f"{op.op}  {op.time}  {field(op.command)}")
+        say(f"    {len(op.changes)} ref{'s' if len(op.changes) != 1 else ''}: {refs}{more}")
 
 
 @app.command()
@@ -644,7 +757,7 @@ def undo(
     if json_out:
         typer.echo(json.dumps(new.as_json(), ensure_ascii=False))
         return
-    typer.echo(
+    say(
         f"undid {new.extra.get('undoes')}: operation {new.op} moved {len(new.changes)} ref{'s' if len(new.changes) != 1 else ''} back"
     )
 
@@ -652,53 +765,33 @@ def undo(
 @app.command()
 def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Where the store is, what it holds, and its size."""
-    from histstore.history.project import project_key
-    from histstore.store.objectstore import DiskObjectStore
+    from histstore.ops.status import status_info
 
     store = open_store(ctx)
-    sessions = list(store.sessions())
-    turns = sum(len(s.turns) for s in sessions)
-    ops = store.operations()
-    objs = store.objects
-    packs = loose = 0
-    size = 0
-    if isinstance(objs, DiskObjectStore):
-        packs = len(objs.packs())
-        loose = sum(1 for _ in objs.iter_loose())
-        size = objs.size_on_disk()
-    info = {
-        "store": str(store.root),
-        "format": store.format_version,
-        "id": store.config["store"]["id"],
-        "sessions": len(sessions),
-        "turns": turns,
-        "projects": len({project_key(s.project) for s in sessions}),
-        "objects": objs.count(),
-        "packs": packs,
-        "loose_objects": loose,
-        "size_bytes": size,
-        "operations": len(ops),
-        "last_operation": ops[-1].as_json() if ops else None,
-        "memory_scopes": len(store.refs.list_refs("memory/")),
-        "memory_dirs": store.config.get("memory", {}).get("dirs", {}),
-    }
+    info = status_info(store)
+    turns = info["turns"]
+    packs, loose, size = info["packs"], info["loose_objects"], info["size_bytes"]
+    last = info["last_operation"]
     if json_out:
         typer.echo(json.dumps(info, ensure_ascii=False))
         return
-    typer.echo(f"store:      {info['store']} (format {info['format']})")
-    typer.echo(f"sessions:   {info['sessions']} in {info['projects']} projects")
-    typer.echo(f"turns:      {turns}")
-    typer.echo(f"objects:    {info['objects']} ({packs} packs, {loose} loose), {size_text(size)}")
+    say(f"store:      {info['store']} (format {info['format']})")
+    say(f"sessions:   {info['sessions']} in {info['projects']} projects")
+    by_agent = ", ".join(f"{a} {n}" for a, n in info["agents"].items())
+    say(f"turns:      {turns}" + (f" ({by_agent})" if by_agent else ""))
+    say(f"objects:    {info['objects']} ({packs} packs, {loose} loose), {size_text(size)}")
     dirs = info["memory_dirs"]
-    typer.echo(
+    say(
         f"memory:     {info['memory_scopes']} scope{'s' if info['memory_scopes'] != 1 else ''} "
         f"recorded; {len(dirs)} director{'ies' if len(dirs) != 1 else 'y'} configured"
     )
-    if ops:
-        last = ops[-1]
-        typer.echo(f"operations: {len(ops)}; last {last.op} at {last.time}: {last.command}")
+    if last:
+        say(
+            f"operations: {info['operations']}; last {last['op']} at {last['time']}: "
+            f"{last['command']}"
+        )
     else:
-        typer.echo("operations: none yet")
+        say("operations: none yet")
 
 
 @app.command()
@@ -722,15 +815,16 @@ def print_findings_human(findings: list[Finding]) -> None:
     errors = [f for f in findings if f.severity == "error"]
     for f in findings:
         subject = f" {f.subject}:" if f.subject else ""
-        typer.echo(f"{f.severity}: {f.check}{subject} {f.message}", err=f.severity == "error")
+        say(f"{f.severity}: {f.check}{subject} {f.message}", err=f.severity == "error")
     if errors:
-        typer.echo(f"{len(errors)} error{'s' if len(errors) != 1 else ''} found", err=True)
+        say(f"{len(errors)} error{'s' if len(errors) != 1 else ''} found", err=True)
     else:
         warn = f" ({len(findings)} warning{'s' if len(findings) != 1 else ''})" if findings else ""
-        typer.echo(f"ok: the store is consistent{warn}")
+        say(f"ok: the store is consistent{warn}")
 
 
 register_sync_commands(app)  # hs remote, push, pull, sync (porcelain/sync_cli.py)
+register_maint_commands(app)  # hs gc, hs upgrade (porcelain/maint_cli.py)
 
 
 def main() -> None:

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from histstore.display import visible
 from histstore.errors import BadInput, Conflict, NotFound
 from histstore.plumbing.common import command_line, new_app, open_store
+from histstore.porcelain.render import say
 
 if TYPE_CHECKING:
     from histstore.memory.scopes import MemoryDir, Scope
@@ -87,9 +89,9 @@ def check(
             _echo_json(v.as_json())
     else:
         for v in violations:
-            typer.echo(str(v))
+            say(str(v))
         n = len(violations)
-        typer.echo(
+        say(
             f"{mdir.path}: {n} violation{'s' if n != 1 else ''}"
             if n
             else f"{mdir.path}: every rule holds"
@@ -100,27 +102,27 @@ def check(
 
 def _print_preview(plan: WritePlan) -> None:
     state = "changes" if plan.note_old is not None else "creates"
-    typer.echo(f"{plan.kind} {state} {plan.path}")
-    typer.echo("─" * 60)
-    typer.echo(plan.text.rstrip("\n"))
-    typer.echo("─" * 60)
+    say(f"{plan.kind} {state} {plan.path}")
+    say("─" * 60)
+    say(plan.text.rstrip("\n"))
+    say("─" * 60)
     if plan.index_replaces is None:
-        typer.echo(f"{plan.index_path} gains one line:")
-        typer.echo(f"  + {plan.index_line}")
+        say(f"{plan.index_path} gains one line:")
+        say(f"  + {plan.index_line}")
     elif plan.index_replaces == plan.index_line:
-        typer.echo(f"{plan.index_path} keeps its line:")
-        typer.echo(f"    {plan.index_line}")
+        say(f"{plan.index_path} keeps its line:")
+        say(f"    {plan.index_line}")
     else:
-        typer.echo(f"{plan.index_path} changes one line:")
-        typer.echo(f"  - {plan.index_replaces}")
-        typer.echo(f"  + {plan.index_line}")
+        say(f"{plan.index_path} changes one line:")
+        say(f"  - {plan.index_replaces}")
+        say(f"  + {plan.index_line}")
 
 
 def _print_duplicates(plan: WritePlan) -> None:
     for d in plan.duplicates:
-        typer.echo(f"near-duplicate ({d.why}): {d.file}", err=True)
+        say(f"near-duplicate ({d.why}): {d.file}", err=True)
         if d.name or d.description:
-            typer.echo(f"  {d.name} — {d.description}", err=True)
+            say(f"  {d.name} — {d.description}", err=True)
 
 
 def _accept(plan: WritePlan, yes: bool, json_out: bool) -> None:
@@ -155,14 +157,12 @@ def _write(ctx: typer.Context, store: Store, plan: WritePlan, yes: bool, json_ou
         _echo_json(res.as_json())
     else:
         if res.operation is None:
-            typer.echo(f"{res.file} already holds this: nothing recorded")
+            say(f"{res.file} already holds this: nothing recorded")
         else:
             assert res.revision is not None
-            typer.echo(
-                f"wrote {res.path}; revision {res.revision[:12]}, operation {res.operation.op}"
-            )
+            say(f"wrote {res.path}; revision {res.revision[:12]}, operation {res.operation.op}")
     if res.warning:
-        typer.echo(f"hs: note: {res.warning}", err=True)
+        say(f"hs: note: {res.warning}", err=True)
 
 
 @app.command()
@@ -307,7 +307,7 @@ def snapshot(
         notes: list[str] = []
         op, rev = snapshot(store, mdir, command=cmd, notes=notes)
         for note in notes:
-            typer.echo(note, err=True)
+            say(note, err=True)
         if json_out:
             _echo_json(
                 {
@@ -318,10 +318,10 @@ def snapshot(
                 }
             )
         elif op is None:
-            typer.echo(f"{mdir.scope.label}: unchanged since the last revision; nothing recorded")
+            say(f"{mdir.scope.label}: unchanged since the last revision; nothing recorded")
         else:
             assert rev is not None
-            typer.echo(f"{mdir.scope.label}: revision {rev[:12]}, operation {op.op}")
+            say(f"{mdir.scope.label}: revision {rev[:12]}, operation {op.op}")
 
 
 @app.command("log")
@@ -340,7 +340,7 @@ def log_(
     scope = _scope(project)
     entries = log(store, scope, name)
     if not entries and not json_out:
-        typer.echo(f"the {scope.label} memory has no revision yet")
+        say(f"the {scope.label} memory has no revision yet")
     for rev, changes in entries:
         if json_out:
             d = rev.as_json()
@@ -350,12 +350,12 @@ def log_(
             )
             _echo_json(d)
             continue
-        typer.echo(f"{rev.id[:12]}  {rev.time}  {rev.kind}  {rev.message}")
+        say(f"{rev.id[:12]}  {rev.time}  {rev.kind}  {rev.message}")
         for c in changes:
             mark = {"added": "+", "removed": "-", "modified": "~"}[c.status]
-            typer.echo(f"    {mark} {c.file}")
+            say(f"    {mark} {c.file}")
         for conflict in rev.conflicts:
-            typer.echo(f"    ! conflict {conflict.get('file')}: both versions kept")
+            say(f"    ! conflict {conflict.get('file')}: both versions kept")
 
 
 @app.command()
@@ -386,8 +386,8 @@ def show(
             }
         )
         return
-    typer.echo(f"# {file} at revision {r.id[:12]} ({r.time})", err=True)
-    typer.echo(data.decode("utf-8", "replace"), nl=not data.endswith(b"\n"))
+    say(f"# {file} at revision {r.id[:12]} ({r.time})", err=True)
+    say(data.decode("utf-8", "replace"), nl=not data.endswith(b"\n"))
 
 
 @app.command()
@@ -407,11 +407,13 @@ def diff(
     name, revs = _diff_args(args or [], lambda a: _names_a_note(store, scope, a))
     lines = do_diff(store, scope, name, *revs)
     if not lines:
-        typer.echo("no difference")
+        say("no difference")
         return
     colour = _colour()
     for ln in lines:
-        text = ln.rstrip("\n")
+        # the note's text made visible first: the only escapes printed are the
+        # colours added here
+        text = visible(ln.rstrip("\n"))
         if colour:
             fg = (
                 typer.colors.GREEN
@@ -485,7 +487,7 @@ def prompt(
         try:
             dirs.append(memory_dir(store, _scope(None), use_env=False))
         except NotFound as e:
-            typer.echo(f"hs: note: {e.message}", err=True)
+            say(f"hs: note: {e.message}", err=True)
         dirs.append(memory_dir(store, _scope(project), memory_dir_opt))
     parts = build(store, model, dirs)
     if json_out:
@@ -495,12 +497,12 @@ def prompt(
     total = 0
     for p in parts:
         total += p.tokens
-        typer.echo(f"=== {p.what}: {p.file} ({p.scope}, ~{p.tokens} tokens)")
-        typer.echo(p.text.rstrip("\n"))
-        typer.echo()
+        say(f"=== {p.what}: {p.file} ({p.scope}, ~{p.tokens} tokens)")
+        say(p.text.rstrip("\n"))
+        say()
     if not any(p.what == "identity" for p in parts):
-        typer.echo("(no identity memory: the system scope has no user_identity.md)", err=True)
-    typer.echo(f"~{total} tokens in all", err=True)
+        say("(no identity memory: the system scope has no user_identity.md)", err=True)
+    say(f"~{total} tokens in all", err=True)
 
 
 @app.command()
@@ -523,23 +525,21 @@ def scan(
     proposals = do_scan(store, sessions or None)
     if drafts is not None:
         for path in write_drafts(store, proposals, drafts):
-            typer.echo(f"hs: kept {path}: a file of that name is there", err=True)
+            say(f"hs: kept {path}: a file of that name is there", err=True)
     for p in proposals:
         if json_out:
             _echo_json(p.as_json())
             continue
-        typer.echo(f"{p.file}  ({p.kind}; evidence: {', '.join(e[:12] for e in p.evidence)})")
-        typer.echo(f"  index: {p.index_line}")
+        say(f"{p.file}  ({p.kind}; evidence: {', '.join(e[:12] for e in p.evidence)})")
+        say(f"  index: {p.index_line}")
         for ln in p.body.splitlines():
-            typer.echo(f"  | {ln}")
-        typer.echo()
+            say(f"  | {ln}")
+        say()
     if not json_out:
         n = len(proposals)
-        typer.echo(f"{n} proposal{'s' if n != 1 else ''}", err=True)
+        say(f"{n} proposal{'s' if n != 1 else ''}", err=True)
         if n and drafts is not None:
-            typer.echo(
-                f"drafts in {drafts}: write one with `hs memory write --from FILE`", err=True
-            )
+            say(f"drafts in {drafts}: write one with `hs memory write --from FILE`", err=True)
 
 
 @app.command("dir")
@@ -584,6 +584,6 @@ def dir_(
             _echo_json({"scope": sid, "project": None if k == "system" else k, "dir": v})
         return
     if not shown:
-        typer.echo("no memory directory is configured")
+        say("no memory directory is configured")
     for k, v in shown.items():
-        typer.echo(f"{k}: {v}")
+        say(f"{k}: {v}")

@@ -34,74 +34,32 @@ def show(
     agent: str | None,
     session: str | None,
     json_out: bool,
-    echo: Echo,
+    say: Echo,
+    raw: Echo,
 ) -> None:
-    from histstore.recall.index import recall
-    from histstore.recall.query import UNTRUSTED_LABEL
+    """Ask the library (histstore.ops.recall, the answer the MCP tool gives too)
+    and print it: ``say`` prints a human line (control characters made
+    visible), ``raw`` the exact JSON."""
+    from histstore.ops.recall import answer, render
 
     if everywhere and project is not None:
         raise BadInput("give --everywhere or --project, not both")
+    # the project as given (a directory or a name; the library maps it), or here
     where_from = None if everywhere else project if project is not None else os.getcwd()
-    text = " ".join(words)
-    res = recall(store, text, project=where_from, days=days, k=k, agent=agent, session=session)
-    notes = _memory_hits(store, [" ".join(t) for t in res.query.terms], res.scope, everywhere)
+    ans = answer(
+        store,
+        " ".join(words),
+        project=where_from,
+        days=days,
+        k=k,
+        agent=agent,
+        session=session,
+    )
     if json_out:
-        echo(
-            json.dumps(
-                {
-                    "query": text,
-                    "terms": [" ".join(t) for t in res.query.terms],
-                    "outcome": res.outcome,
-                    "project": res.scope,
-                    "days": days,
-                    "path": res.path,
-                    "hits": [h.as_json() for h in res.hits],
-                    "memory": [n.as_json() for n in notes],
-                },
-                ensure_ascii=False,
-            )
-        )
+        raw(json.dumps(ans.as_json(), ensure_ascii=False))
         return
-    where = f" in {res.scope}" if res.scope else ""
-    if res.outcome == "empty":
-        echo("nothing recorded yet: import sessions with `hs import`")
-    elif res.outcome == "no-terms":
-        echo(f"nothing to look for: {text!r} holds only function words")
-    elif res.outcome == "no-match":
-        more = " (try --everywhere)" if res.scope else ""
-        echo(f"no turn matches {text!r}{where}{more}")
-    elif res.outcome == "no-match-in-days":
-        echo(
-            f"no turn matches {text!r}{where} in the last {days} days "
-            "(older turns do: widen or drop --days)"
-        )
-    for i, h in enumerate(res.hits):
-        if i:
-            echo("")
-        echo(f"{h.asked_at[:10]}  session {h.session_id[:8]}  turn {h.turn_id[:12]}")
-        if res.scope is None:
-            echo(f"  project: {h.project}")
-        echo(f"  {h.where}: {h.excerpt}")
-        if h.edited:
-            echo("  edited: " + ", ".join(h.edited))
-        if h.read:
-            echo("  read: " + ", ".join(h.read))
-        if h.tainted:
-            echo(f"  {UNTRUSTED_LABEL}")
-    if notes:
-        echo("")
-        echo("memory notes:")
-        for n in notes:
-            echo(f"  {n.file} ({n.scope.label}): {n.name} — {n.description}")
-
-
-def _memory_hits(store: Any, terms: list[str], scope: str | None, everywhere: bool) -> list[Any]:
-    """Memory notes that hold the query's terms (only when memory was recorded)."""
-    if not (store.root / "refs" / "memory").is_dir():
-        return []
-    from histstore.memory.prompt import search_notes
-
-    return search_notes(store, terms, scope, everywhere=everywhere)
+    for line in render(ans):
+        say(line)
 
 
 # ------------------------------------------------------------------ quick path
@@ -183,10 +141,14 @@ def quick(argv: list[str]) -> int | None:
     if parsed is None:
         return None
     store_arg, kw = parsed
-    from histstore.plumbing.report import guarded
+    from histstore.display import visible
+    from histstore.plumbing.report import guarded, stderr_line
 
-    def echo(line: str = "", err: bool = False) -> None:
+    def raw(line: str = "", err: bool = False) -> None:
         print(line, file=sys.stderr if err else sys.stdout)
+
+    def say(line: str = "", err: bool = False) -> None:
+        raw(visible(line), err)
 
     def run() -> None:
         from histstore.store.config import default_store_path
@@ -194,9 +156,9 @@ def quick(argv: list[str]) -> int | None:
 
         root = Path(store_arg).expanduser() if store_arg else default_store_path()
         store = Store.open(root)
-        store.notify = lambda message: echo(f"hs: {message}", err=True)
+        store.notify = lambda message: stderr_line(f"hs: {message}")
         try:
-            show(store, echo=echo, **kw)
+            show(store, say=say, raw=raw, **kw)
         finally:
             store.close()
         sys.stdout.flush()

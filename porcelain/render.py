@@ -1,11 +1,32 @@
-"""Human-readable rendering of turns, sessions and reports (no store access)."""
+"""Human-readable rendering of turns, sessions and reports (no store access).
+
+Every line a human view prints goes out through :func:`say`, which shows the
+control characters of stored text as printable text (``histstore.display``);
+``--json``, ``--raw`` and export output are printed exact, with ``typer.echo``
+(tests/test_terminal.py checks that nothing else is).
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import typer
+
+from histstore.display import visible
+from histstore.history.summary import SessionInfo
 from histstore.store.kinds import Session
+
+
+def say(text: str = "", *, err: bool = False, nl: bool = True) -> None:
+    """Print one piece of a human view, control characters made visible."""
+    typer.echo(visible(text), err=err, nl=nl)
+
+
+def field(text: object) -> str:
+    """A one-line field (a title, a path, a name): a line break in it is shown,
+    never started."""
+    return visible(str(text), lines=False)
 
 
 def size_text(n: int) -> str:
@@ -19,7 +40,7 @@ def size_text(n: int) -> str:
 
 
 def first_line(text: str, width: int = 72) -> str:
-    line = " ".join(text.split())
+    line = field(" ".join(text.split()))
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
@@ -31,7 +52,7 @@ def when(ts: str | None) -> str:
 
 
 def tools_text(tools: dict[str, int]) -> str:
-    return ", ".join(f"{k}×{v}" if v != 1 else k for k, v in sorted(tools.items()))
+    return ", ".join(f"{field(k)}×{v}" if v != 1 else field(k) for k, v in sorted(tools.items()))
 
 
 def indent(text: str, max_lines: int | None = None) -> str:
@@ -46,33 +67,49 @@ def indent(text: str, max_lines: int | None = None) -> str:
     return body
 
 
-def turn_header(turn: dict[str, Any], session: Session | None) -> list[str]:
+def asked_text(turn: dict[str, Any]) -> str:
+    """What was asked, or why there is nothing: a sub-agent's warm-up (Claude
+    Code primes an Explore agent with no prompt of anyone's), or no prompt."""
+    if turn.get("asked"):
+        return str(turn["asked"])
+    extra = turn.get("extra")
+    if isinstance(extra, dict) and extra.get("warmup"):
+        return "(sub-agent warm-up)"
+    return "(no prompt)"
+
+
+def turn_header(turn: dict[str, Any], session: Session | SessionInfo | None) -> list[str]:
     out = [f"turn {turn['turn_id']}"]
     title = f"  ({first_line(session.title, 60)})" if session and session.title else ""
-    sub = f"  [sub-agent {turn['subagent']}]" if turn.get("subagent") else ""
+    sub = f"  [sub-agent {field(turn['subagent'])}]" if turn.get("subagent") else ""
     out.append(f"Session: {turn['session_id']}{title}{sub}")
-    out.append(f"Project: {turn['project']}")
+    out.append(f"Project: {field(turn['project'])}")
     out.append(f"Date:    {when(turn['asked_at'])}")
-    meta = f"Agent:   {turn.get('agent') or '-'}"
+    meta = f"Agent:   {field(turn.get('agent') or '-')}"
     if turn.get("model"):
-        meta += f"  model {turn['model']}"
+        meta += f"  model {field(turn['model'])}"
     meta += f"  status {turn.get('status', 'completed')}"
+    extra = turn.get("extra")
+    if isinstance(extra, dict) and extra.get("rolled_back"):
+        meta += "  [rolled back]"  # undone in the agent (Codex thread_rolled_back), kept here
     if turn.get("tainted"):
         meta += "  [read untrusted content]"
     out.append(meta)
     if turn.get("edited"):
-        out.append("Edited:  " + ", ".join(turn["edited"]))
+        out.append("Edited:  " + ", ".join(map(field, turn["edited"])))
     if turn.get("files"):
-        out.append("Read:    " + ", ".join(turn["files"]))
+        out.append("Read:    " + ", ".join(map(field, turn["files"])))
     if turn.get("tools"):
         out.append("Tools:   " + tools_text(turn["tools"]))
     return out
 
 
-def turn_text(turn: dict[str, Any], session: Session | None, max_lines: int | None) -> str:
+def turn_text(
+    turn: dict[str, Any], session: Session | SessionInfo | None, max_lines: int | None
+) -> str:
     parts = turn_header(turn, session)
     parts.append("")
-    parts.append(indent(turn.get("asked") or "(no prompt)", max_lines))
+    parts.append(indent(asked_text(turn), max_lines))
     parts.append("")
     answered = turn.get("answered") or "(no answer)"
     parts.append(indent(answered, max_lines))
@@ -81,9 +118,11 @@ def turn_text(turn: dict[str, Any], session: Session | None, max_lines: int | No
 
 def oneline(turn: dict[str, Any]) -> str:
     sub = "↳ " if turn.get("subagent") else ""
+    agent = turn.get("agent") or "-"
     return (
         f"{turn['turn_id'][:12]}  {when(turn['asked_at'])[:16]}  "
-        f"{turn['session_id'][:8]}  {sub}{first_line(turn.get('asked') or '(no prompt)', 70)}"
+        f"{turn['session_id'][:8]}  {agent:<11}  "
+        f"{sub}{first_line(asked_text(turn), 70)}"
     )
 
 
@@ -92,7 +131,8 @@ def step_text(step: dict[str, Any]) -> str:
     at = f"  {when(step.get('at'))}" if step.get("at") else ""
     if kind == "tool":
         err = "  [error]" if step.get("is_error") else ""
-        head = f"── tool {step.get('name')}{err}{at}"
+        spawned = f"  → sub-agent {field(step['subagent'])}" if step.get("subagent") else ""
+        head = f"── tool {field(step.get('name'))}{err}{spawned}{at}"
         inp = json.dumps(step.get("input"), ensure_ascii=False, indent=2, sort_keys=True)
         out = step.get("output")
         body = indent(inp)
@@ -100,9 +140,9 @@ def step_text(step: dict[str, Any]) -> str:
             body += "\n    ⇒\n" + indent(str(out))
         return head + "\n" + body
     if kind == "image":
-        return f"── image {step.get('media_type')}{at}"
+        return f"── image {field(step.get('media_type'))}{at}"
     text = str(step.get("text") or "")
     label = {"user": "user", "assistant": "assistant", "thinking": "thinking"}.get(
-        str(kind), f"event {step.get('kind', '')}"
+        str(kind), f"event {field(step.get('kind', ''))}"
     )
     return f"── {label}{at}\n" + indent(text)

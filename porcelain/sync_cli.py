@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from histstore.plumbing.common import command_line, new_app, open_store
-from histstore.porcelain.render import size_text
+from histstore.porcelain.render import say, size_text
 
 if TYPE_CHECKING:
     from histstore.store.oplog import RefChange
@@ -71,23 +71,23 @@ def _on_terminal() -> bool:
 def _print_changes(side: str, changes: list[RefChange], verb: str) -> None:
     if not changes:
         return
-    typer.echo(f"  {side}: {_plural(len(changes), 'ref')} {verb}")
+    say(f"  {side}: {_plural(len(changes), 'ref')} {verb}")
     for c in changes[:SHOWN]:
-        typer.echo(f"    {c.ref}: {_short(c.old)} -> {_short(c.new)}")
+        say(f"    {c.ref}: {_short(c.old)} -> {_short(c.new)}")
     if len(changes) > SHOWN:
-        typer.echo(f"    and {len(changes) - SHOWN} more")
+        say(f"    and {len(changes) - SHOWN} more")
 
 
 def _print_report(rep: SyncReport) -> None:
     where = f"{rep.remote} ({rep.path})"
     if rep.dry_run:
-        typer.echo(f"dry run: {rep.direction} {where}; nothing written")
+        say(f"dry run: {rep.direction} {where}; nothing written")
         if rep.nothing:
-            typer.echo("  up to date: nothing would move")
+            say("  up to date: nothing would move")
             return
         if rep.initialized:
-            typer.echo(f"  would create a store at {rep.path}")
-        typer.echo(
+            say(f"  would create a store at {rep.path}")
+        say(
             f"  would send {_plural(rep.sent.objects, 'object')} ({size_text(rep.sent.bytes)}), "
             f"receive {_plural(rep.received.objects, 'object')} ({size_text(rep.received.bytes)})"
             + (f", make {_plural(rep.made, 'merge object')}" if rep.made else "")
@@ -95,22 +95,22 @@ def _print_report(rep: SyncReport) -> None:
         _print_changes("remote", rep.remote_changes, "would move")
         _print_changes("local", rep.local_changes, "would move")
         if rep.merged:
-            typer.echo("  would merge: " + ", ".join(rep.merged[:SHOWN]))
+            say("  would merge: " + ", ".join(rep.merged[:SHOWN]))
         for c in rep.memory_conflicts:
-            typer.echo("  would report " + c.message())
+            say("  would report " + c.message())
         return
     if rep.nothing:
-        typer.echo(f"{where} is up to date: nothing moved, no operation recorded")
+        say(f"{where} is up to date: nothing moved, no operation recorded")
         return
     verb = {"push": "pushed to", "pull": "pulled from", "sync": "synced with"}[rep.direction]
     if rep.initialized:
-        typer.echo(f"created a store at {rep.path}")
-    typer.echo(
+        say(f"created a store at {rep.path}")
+    say(
         f"{verb} {where}: sent {_plural(rep.sent.objects, 'object')} ({size_text(rep.sent.bytes)}), "
         f"received {_plural(rep.received.objects, 'object')} ({size_text(rep.received.bytes)})"
     )
     if rep.remote_operation:
-        typer.echo(
+        say(
             f"  remote: {_plural(len(rep.remote_changes), 'ref')} moved "
             f"(operation {rep.remote_operation.op})"
         )
@@ -118,12 +118,12 @@ def _print_report(rep: SyncReport) -> None:
         parts = [f"{_plural(len(rep.local_changes), 'ref')} moved"] if rep.local_changes else []
         if rep.tracking_changes:
             parts.append(f"{_plural(len(rep.tracking_changes), 'remote-tracking ref')} moved")
-        typer.echo(f"  local: {', '.join(parts)} (operation {rep.local_operation.op})")
+        say(f"  local: {', '.join(parts)} (operation {rep.local_operation.op})")
     if rep.merged:
         more = f" and {len(rep.merged) - SHOWN} more" if len(rep.merged) > SHOWN else ""
-        typer.echo("  merged: " + ", ".join(rep.merged[:SHOWN]) + more)
+        say("  merged: " + ", ".join(rep.merged[:SHOWN]) + more)
     for c in rep.memory_conflicts:
-        typer.echo(c.message())
+        say(c.message())
 
 
 def _run(
@@ -179,9 +179,9 @@ def _run(
     else:
         _print_report(rep)
         for line in rep.memory_dirs:
-            typer.echo(f"memory: {line}")
+            say(f"memory: {line}")
     if rep.index_error:
-        typer.echo(
+        say(
             f"hs: warning: the recall index did not follow the pull ({rep.index_error}); "
             "hint: the sync stands; `hs plumbing index-build` rebuilds the index",
             err=True,
@@ -246,9 +246,9 @@ def register(app: typer.Typer) -> None:
         if json_out:
             typer.echo(json.dumps(info, ensure_ascii=False))
             return
-        typer.echo(f"added remote {remote.name}: {remote.path}")
+        say(f"added remote {remote.name}: {remote.path}")
         if not info["store"]:
-            typer.echo(f"  no store there yet: `hs push {remote.name} --init` creates one")
+            say(f"  no store there yet: `hs push {remote.name} --init` creates one")
 
     @remote_app.command("list")
     def remote_list(ctx: typer.Context, json_out: JsonOpt = False) -> None:
@@ -258,7 +258,7 @@ def register(app: typer.Typer) -> None:
         store = open_store(ctx)
         found, bad = remote_entries(store)
         if not found and not bad and not json_out:
-            typer.echo("no remotes: add one with `hs remote add NAME PATH`")
+            say("no remotes: add one with `hs remote add NAME PATH`")
         rows: dict[str, dict[str, Any]] = {}
         for remote in found.values():
             rows[remote.name] = _remote_info(store, remote)
@@ -270,10 +270,10 @@ def register(app: typer.Typer) -> None:
             if json_out:
                 typer.echo(json.dumps(info, ensure_ascii=False))
             elif "error" in info:
-                typer.echo(f"{name}\t(bad entry in config.toml: {info['error']}; {info['hint']})")
+                say(f"{name}\t(bad entry in config.toml: {info['error']}; {info['hint']})")
             else:
                 state = "" if info["store"] else "  (no store there yet)"
-                typer.echo(f"{name}\t{info['path']}{state}")
+                say(f"{name}\t{info['path']}{state}")
 
     @remote_app.command("remove")
     def remote_remove(ctx: typer.Context, name: NameArg, json_out: JsonOpt = False) -> None:
@@ -289,7 +289,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(out, ensure_ascii=False))
             return
         what = f" ({_plural(n, 'remote-tracking ref')} deleted, operation {op.op})" if op else ""
-        typer.echo(f"removed remote {remote.name}{what}")
+        say(f"removed remote {remote.name}{what}")
 
     app.add_typer(remote_app, name="remote")
     app.command("push")(push)

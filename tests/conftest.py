@@ -40,10 +40,17 @@ def _temp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    # the agents' own config folders default to HOME: never a real one
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
     monkeypatch.setenv("HISTORY_DIR", str(tmp_path / "store"))
     monkeypatch.setenv("HS_LOCK_TIMEOUT", "5")
     monkeypatch.delenv("HS_DEBUG", raising=False)
     monkeypatch.delenv("MEMORY_DIR", raising=False)
+    # the agents' own overrides of where they keep history: never the real ones
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

@@ -227,3 +227,45 @@ def test_common_terms(turns: tuple[Any, Path]) -> None:
         n = sum(term in (r["asked"] + r["answered"]).lower() for r in records)
         assert n == stats.common[term]
         assert n > N * 0.05  # rates are 12-35 %: > 10 % of turns in a large corpus
+
+
+@pytest.fixture(scope="module")
+def codex(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
+    root = tmp_path_factory.mktemp("codex")
+    return corpus.write_codex_sessions(root, N, seed=3), root
+
+
+def test_codex_deterministic(codex: tuple[Any, Path], tmp_path: Path) -> None:
+    stats, root = codex
+    again = corpus.write_codex_sessions(tmp_path / "c", N, seed=3)
+    assert _digest(again.paths, tmp_path / "c") == _digest(stats.paths, root)
+    assert stats.bytes == sum(p.stat().st_size for p in stats.paths)
+    one = corpus.write_codex_sessions(tmp_path / "one", N, seed=3, one_file=True)
+    assert one.files == 1 and one.turns == N
+
+
+def test_codex_rollouts_import_as_the_same_history(
+    codex: tuple[Any, Path], turns: tuple[Any, Path], tmp_path: Path
+) -> None:
+    """Every planned turn is one Codex turn (the same id, prompt, files read and
+    edited, status, and answer when it finished), with no problem."""
+    from histstore.history.importers.codex import parse_file
+
+    stats, _ = codex
+    _, path = turns
+    plan = {r["turn_id"]: r for r in _lines(path)}
+    got: dict[str, dict[str, Any]] = {}
+    for p in stats.paths:
+        assert p.name.startswith("rollout-") and p.parent.parent.parent.parent.name == "sessions"
+        for item in parse_file(p, lambda s: s):
+            assert isinstance(item, dict) or type(item).__name__ != "Problem", item
+            if isinstance(item, dict):
+                got[item["turn_id"]] = item
+    assert set(got) == set(plan) and stats.turns == N
+    for tid, t in got.items():
+        want = plan[tid]
+        assert (t["asked"], t["status"]) == (want["asked"], want["status"])
+        assert t["files"] == want["files"] and t["edited"] == want["edited"]
+        assert t["tainted"] == want["tainted"] and t["agent"] == "codex"
+        if want["status"] != "interrupted":
+            assert t["answered"] == want["answered"]

@@ -3,7 +3,9 @@ worked example in docs/format.md is the id the code computes."""
 
 from __future__ import annotations
 
+import json
 import re
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ import typer
 from histstore.porcelain.cli import app
 from histstore.store.codec import hash_object
 from histstore.store.redact import KINDS
+from histstore.store.ruleset import GITLEAKS_FILE
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -64,6 +67,26 @@ def test_every_redaction_kind_is_documented(kind: str) -> None:
     start = text.index("## Redaction")
     section = text[start : text.index("\n## ", start + 1)]
     assert f"`{kind}`" in section, f"docs/format.md, Redaction, does not name `{kind}`"
+
+
+def _gitleaks_kinds_block() -> str:
+    ids = [r["id"] for r in json.loads(GITLEAKS_FILE.read_text())["rules"]]
+    return textwrap.fill(
+        ", ".join(f"`{i}`" for i in ids) + ".",
+        width=80,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+
+
+def test_the_gitleaks_kinds_in_the_docs_are_generated_from_the_rules() -> None:
+    """docs/format.md lists every gitleaks rule id, generated: on a rule update,
+    paste the block this test prints."""
+    text = (DOCS / "format.md").read_text()
+    begin = "<!-- gitleaks kinds: generated from rules/gitleaks.json, checked by tests/test_docs.py -->\n"
+    end = "\n<!-- end of gitleaks kinds -->"
+    block = text[text.index(begin) + len(begin) : text.index(end)]
+    assert block == _gitleaks_kinds_block(), "docs/format.md needs:\n" + _gitleaks_kinds_block()
 
 
 ROOT = DOCS.parent

@@ -227,6 +227,66 @@ def test_forgotten_lists_markers_and_narrates_stale_ones(filled: HS, tmp_path: P
     assert f"stale: session {SID_B} is not in the store" in out and "private" in out
 
 
+def test_forgotten_never_shows_an_excluded_targets_text(
+    filled: HS, store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fault: `hs forgotten` printed the excluded turn's own first prompt beside
+    its reason. An exclusion is counted and named by id only: in `forgotten`,
+    `forget --list`, their --json, and the confirmation and result of an
+    unforget; a tombstone's first prompt is quoted."""
+    import histstore.porcelain.cli as cli
+
+    filled("forget", "turn-0001", "--confirm", "turn-0001", "--exclude", "--reason", "pii")
+    filled("forget", SID_B, "--confirm", SID_B, "--exclude")
+    filled("forget", "turn-0002", "--confirm", "turn-0002")  # a tombstone
+    excluded = ("4471", "invoice", "unrelated")
+    for args in (["forgotten"], ["forgotten", "--json"], ["forget", "--list"]):
+        r = filled(*args)
+        assert r.exit_code == 0 and r.stderr == "", args
+        assert "turn-0001" in r.stdout and SID_B in r.stdout, args
+        assert not [w for w in excluded if w in r.stdout], (args, r.stdout)
+        assert "second question about ocelot billing" in r.stdout, args  # the tombstone's
+    rows = {row["target"]: row for row in filled.json_lines("forgotten", "--json")}
+    assert rows["turn-0001"]["first_prompt"] == "" and rows[SID_B]["first_prompt"] == ""
+    assert rows["turn-0001"]["hides"] == 1 and rows[SID_B]["hides"] == 1
+    # unforget: its confirmation on a terminal, then its result, quote nothing
+    monkeypatch.setattr(cli, "_on_terminal", lambda: True)
+    r = filled("unforget", "turn-0001", input="turn-000\n")
+    assert r.exit_code == 2 and "unforget turn turn-0001" in r.stderr
+    assert "first prompt" not in r.stderr and "4471" not in r.stderr
+    r = filled("unforget", SID_B, "--confirm", SID_B, "--json")
+    assert r.exit_code == 0 and "unrelated" not in r.stdout
+    assert json.loads(r.stdout)["target"]["first_prompt"] == ""
+    # once lifted, it is quoted again where a forget asks for confirmation
+    r = filled("forget", SID_B, input="x\n")
+    assert r.exit_code == 2 and "first prompt: an unrelated ocelot question" in r.stderr
+
+
+SECRET_REASON = "leaked key sk-ant-api03-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa-ZZyyXXwwVV"
+SECRET = SECRET_REASON.split()[-1]
+
+
+def test_a_forget_reason_is_redacted_before_it_is_stored(filled: HS, store_path: Path) -> None:
+    """Fault: `forget --reason` was stored as given, and the reason is synced and
+    kept forever. It is redacted before the marker is hashed: no file of the
+    store, no decompressed object and no view holds the secret."""
+    r = filled("forget", "turn-0001", "--confirm", "turn-0001", "--reason", SECRET_REASON)
+    assert r.exit_code == 0, r.stderr
+    filled("forget", SID_B, "--confirm", SID_B, "--exclude", "--reason", SECRET_REASON)
+    row = filled.json_lines("forgotten", "--json")[0]
+    assert row["reason"].startswith("leaked key [REDACTED:")
+    for args in (["forgotten"], ["forgotten", "--json"], ["ops"], ["ops", "--json"]):
+        assert SECRET not in filled(*args).stdout, args
+    store = Store.open(store_path)
+    try:
+        chunks = [p.read_bytes() for p in store_path.rglob("*") if p.is_file()]
+        chunks += [store.objects.get(oid)[1] for oid in store.objects.iter_ids()]
+    finally:
+        store.close()
+    assert len(chunks) > 10
+    assert not [c[:80] for c in chunks if SECRET.encode() in c]
+
+
 # --------------------------------------------------------------- export
 
 

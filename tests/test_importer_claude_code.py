@@ -300,16 +300,18 @@ def test_untrusted_tools_taint_the_turn(tmp_path: pathlib.Path) -> None:
     assert turns[1]["tools"] == {"mcp__db__query": 1}
 
 
-def test_summary_gives_session_title(tmp_path: pathlib.Path) -> None:
+def test_the_last_summary_gives_session_title(tmp_path: pathlib.Path) -> None:
+    """Issue 13: a session was titled by its first summary line ("Claude Code
+    warmup for ...") though a later one says what it came to be about."""
     recs = [
-        {"type": "summary", "summary": "First title", "leafUuid": "x1"},
-        {"type": "summary", "summary": "Second title", "leafUuid": "x2"},
+        {"type": "summary", "summary": "Claude Code warmup for proj", "leafUuid": "x1"},
+        {"type": "summary", "summary": "Login bug fixed", "leafUuid": "x2"},
         user("u1", None, "hi"),
         asst("a1", "u1", "m1", [text("hello")]),
     ]
     path = session(tmp_path, recs)
     turns, _, metas = parse(path)
-    assert metas == [SessionMeta(session_id=SID, title="First title", project=CWD)]
+    assert metas == [SessionMeta(session_id=SID, title="Login bug fixed", project=CWD)]
     assert turns[0]["raw"] == path.read_text().splitlines()
     assert turns[0]["source"]["line"] == 3
 

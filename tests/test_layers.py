@@ -1,9 +1,10 @@
 """The layering (docs/architecture.md): every import goes down the layers, lowest
-first errors <- store <- history <- overlay <- recall <- memory <- ops <- sync <-
-plumbing <- porcelain, at module and at function level; the library imports
-inside functions only what LAZY lists, for start-up time; it never imports a
-CLI framework, prints or exits; the installed distribution claims no generic
-top-level import names."""
+first errors <- display <- store <- agents <- history <- overlay <- recall <- memory
+<- ops <- sync <- mcp <- plumbing <- porcelain, at module and at function level;
+the library imports inside functions only what LAZY lists, for start-up time; it
+never imports a CLI framework, prints or exits; a dependency only one command
+needs is imported by that command's modules alone (the MCP SDK by the server);
+the installed distribution claims no generic top-level import names."""
 
 from __future__ import annotations
 
@@ -23,17 +24,40 @@ ROOT = Path(__file__).resolve().parents[1]
 #: the layers, lowest first: a module may import only its own layer and those below
 LAYERS = [
     "histstore.errors",
+    "histstore.display",
     "histstore.store",
+    "histstore.agents",
     "histstore.history",
     "histstore.overlay",
     "histstore.recall",
     "histstore.memory",
     "histstore.ops",
     "histstore.sync",
+    "histstore.mcp",
     "histstore.plumbing",
     "histstore.porcelain",
 ]
-THIRD_PARTY = {"blake3", "filelock", "tomli_w", "zstandard", "yaml", "rfc8785", "tantivy"}
+THIRD_PARTY = {
+    "blake3",
+    "filelock",
+    "tomli_w",
+    "zstandard",
+    "yaml",
+    "rfc8785",
+    "tomlkit",
+    "mcp",
+    "anyio",
+    "re2",
+    "tantivy",
+}
+#: dependencies only one command needs, and the only modules that may import
+#: each: the MCP SDK (and anyio, which it runs on) costs ~1 s of start-up and
+#: is for `hs mcp` alone; tomlkit is for the installers that edit an agent's TOML
+ONLY_IN = {
+    "mcp": {"histstore.mcp.server"},
+    "anyio": {"histstore.mcp.server"},
+    "tomlkit": {"histstore.agents.settings"},
+}
 
 #: The library's imports inside functions: each only downward (or sideways)
 #: and only to keep start-up lean (an agent hook or a recall pays for every
@@ -55,8 +79,11 @@ LAZY = {
     ("histstore.recall.index", "histstore.recall.search"): "it loads the engine (above)",
     ("histstore.store.config", "uuid"): "only hs init makes a store id",
     ("histstore.store.config", "tomli_w"): "only a config change writes config.toml",
+    ("histstore.store.config", "histstore.store.ruleset"): "only hs init names the rule set",
     ("histstore.store.fsutil", "ctypes"): "only bulk writers flush the filesystem",
     ("histstore.store.codec", "rfc8785"): "only a value with a float needs the reference encoder",
+    ("histstore.ops.recall", "histstore.memory.prompt"): "hs recall reads memory (and yaml) "
+    "only once some was recorded",
 }
 
 
@@ -153,6 +180,8 @@ def violations(path: Path, source: str | None = None) -> list[str]:
                 out.append(f"{where}: the library never imports a CLI framework")
             elif top not in sys.stdlib_module_names and top not in THIRD_PARTY:
                 out.append(f"{where}: not the stdlib or a chosen dependency")
+            elif top in ONLY_IN and me not in ONLY_IN[top]:
+                out.append(f"{where}: only {', '.join(sorted(ONLY_IN[top]))} may import {top}")
             elif lazy and (me, mod) not in LAZY:
                 out.append(f"{where} inside a function: not listed in LAZY")
     return out
@@ -186,6 +215,8 @@ def test_lazy_imports_listed_are_still_there() -> None:
         ("histstore/overlay/reads.py", "from ..memory import scopes\n", "upward"),
         ("histstore/memory/scopes.py", "def f():\n    from histstore.store import codec\n", "LAZY"),
         ("histstore/recall/index.py", "import typer\n", "CLI framework"),
+        ("histstore/mcp/tools.py", "import mcp.server\n", "may import mcp"),
+        ("histstore/agents/__init__.py", "from histstore.mcp import tools\n", "upward"),
         ("plumbing/cli.py", "from histstore.porcelain import cli\n", "upward"),
     ],
 )
@@ -195,10 +226,29 @@ def test_the_layering_check_catches_what_breaks_it(file: str, source: str, wante
 
 
 def test_every_subpackage_says_what_it_owns() -> None:
-    for name in LAYERS[1:8]:
+    for name in LAYERS[LAYERS.index("histstore.store") : LAYERS.index("histstore.plumbing")]:
         init = ROOT.joinpath(*name.split(".")) / "__init__.py"
         doc = ast.get_docstring(ast.parse(init.read_text()))
         assert doc and "Owns" in doc, f"{init} has no docstring saying what it owns"
+
+
+def test_no_other_command_loads_the_mcp_sdk(tmp_path: Path) -> None:
+    """`hs recall` (any command but `hs mcp`) starts without the SDK, pydantic,
+    anyio or tomlkit, and without yaml while no memory is recorded: an agent
+    pays for every module a command loads."""
+    from histstore.store.store import Store
+
+    Store.init(tmp_path / "store")[0].close()
+    code = (
+        "import sys\n"
+        "from histstore.porcelain.cli import main\n"
+        f"sys.argv = ['hs', '--store', {str(tmp_path / 'store')!r}, 'recall', 'login']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = ('mcp', 'mcp_types', 'pydantic', 'anyio', 'tomlkit', 'starlette', 'yaml')\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & set(heavy)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
 
 
 def test_library_never_prints_or_exits() -> None:
@@ -254,3 +304,6 @@ def test_built_wheel_claims_only_histstore(tmp_path: Path) -> None:
     assert {t for t in tops if not t.endswith(".dist-info")} == {"histstore"}
     names = zipfile.ZipFile(wheel).namelist()
     assert "histstore/plumbing/cli.py" in names and "histstore/porcelain/cli.py" in names
+    # the secret rules and the licence of the ones derived from gitleaks ship with the code
+    for data in ("gitleaks.json", "LICENSE.gitleaks", "NOTICE"):
+        assert f"histstore/store/rules/{data}" in names

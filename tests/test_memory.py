@@ -572,7 +572,7 @@ def test_memory_names_cannot_escape_the_directory(hs: HS, mem: Path) -> None:
     assert sorted(os.listdir(mem)) == ["MEMORY.md", "feedback_use-tabs.md"]
 
 
-def test_recall_finds_memory_notes_unless_forgotten(hs: HS, mem: Path) -> None:
+def test_recall_finds_memory_notes_unless_forgotten(hs: HS, mem: Path, store_path: Path) -> None:
     hs(*write_args(), "--yes")
     r = hs("recall", "--everywhere", "indent", "tabs")
     assert r.exit_code == 0, r.stderr
@@ -580,6 +580,12 @@ def test_recall_finds_memory_notes_unless_forgotten(hs: HS, mem: Path) -> None:
     data = json.loads(hs("recall", "--everywhere", "indent", "tabs", "--json").stdout)
     assert [n["file"] for n in data["memory"]] == ["feedback_use-tabs.md"]
     assert "feedback_use-tabs.md" not in hs("recall", "--everywhere", "kubernetes").stdout
+    # memory refs all packed and no refs/memory folder (a store that received them
+    # in one bulk operation, which writes packed-refs alone): notes are still found
+    with Store.open(store_path) as s:
+        assert s.refs.pack() > 0
+    (store_path / "refs" / "memory").rmdir()  # left empty by packing
+    assert "feedback_use-tabs.md (system)" in hs("recall", "--everywhere", "indent", "tabs").stdout
     target = target_id(scope_for(None), "feedback_use-tabs.md")
     assert hs("forget", target, "--confirm", target).exit_code == 0
     assert "memory notes:" not in hs("recall", "--everywhere", "indent", "tabs").stdout

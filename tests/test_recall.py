@@ -733,3 +733,25 @@ def test_a_build_adds_turns_newest_first(store: Store, tmp_path: Path) -> None:
     import_paths(store, [write_turns(tmp_path / "t.jsonl", recs)])
     order = [e.turn_id for _s, e in RecallIndex(store)._newest_first()]
     assert order == [f"turn-{n:04d}" for n in (8, 7, 6, 5, 4, 3, 2, 1, 9)]
+
+
+def test_recall_agent_keeps_one_agents_turns_and_an_empty_query_is_refused(
+    hs: HS, tmp_path: Path
+) -> None:
+    hs("init")
+    recs = [
+        turn_record(1, turn_id="t-cc", session_id="s-cc", agent="claude-code"),
+        turn_record(2, turn_id="t-cx", session_id="s-cx", agent="codex"),
+    ]
+    assert hs("import", str(write_turns(tmp_path / "t.jsonl", recs))).exit_code == 0
+    r = hs("recall", "-e", "--agent", "codex", "login_user")
+    assert r.exit_code == 0 and r.stderr == ""
+    assert r.stdout.splitlines()[0].endswith("session s-cx  turn t-cx  codex")
+    assert "t-cc" not in r.stdout
+    out = hs.json_lines("recall", "-e", "--agent", "codex", "--json", "login_user")[0]
+    assert out["agent"] == "codex" and [h["turn_id"] for h in out["hits"]] == ["t-cx"]
+    r = hs("recall", "-e", "--agent", "aider", "login_user")
+    assert r.exit_code == 0 and r.stdout == "no turn of aider matches 'login_user'\n"
+    r = hs("recall", "  ")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr == "hs: error: the query is empty; hint: give the words to look for\n"

@@ -20,6 +20,7 @@ from synctools import (
     write_memory,
 )
 
+from histstore.errors import CorruptObject
 from histstore.ops.forget import forget, resolve_target, unforget
 from histstore.ops.fsck import fsck
 from histstore.overlay.markers import Overlay
@@ -967,3 +968,166 @@ def test_a_walk_keeps_at_most_its_budget_of_payloads(
         most = max(most, held)
     # the frames the budget lets keep their payload, plus the one being read
     assert most <= hold + max(len(p) for _, p in store.objects.values()), most
+
+
+# --------------------------------------------------------------------------- redaction
+
+
+def _edit_config(root: Path, **redact: Any) -> None:
+    """Set keys of a store's [redact] table (None removes one), as a person
+    or another release would."""
+    import tomli_w
+
+    config = tomllib.loads((root / "config.toml").read_text())
+    section = config.setdefault("redact", {})
+    for key, value in redact.items():
+        if value is None:
+            section.pop(key, None)
+        else:
+            section[key] = value
+    (root / "config.toml").write_text(tomli_w.dumps(config))
+
+
+def _redact_table(root: Path) -> dict[str, Any]:
+    return dict(tomllib.loads((root / "config.toml").read_text())["redact"])
+
+
+def test_stores_whose_patterns_differ_refuse_to_sync(tmp_path: Path) -> None:
+    """Fault: `[redact] patterns` are per store and never synced, so a machine
+    without a pattern synced an unredacted copy to one that has it. A sync
+    between stores whose patterns differ is refused before anything moves."""
+    hs, a, b = cli(tmp_path, remote_store=True)
+    _edit_config(a, patterns=["ocelot-[0-9]+", "cache"])
+    _edit_config(b, patterns=["cache", "tok_[a-z]+"])
+    before = (snapshot(a), snapshot(b))
+    for args in (["sync", "lap"], ["push", "lap"], ["pull", "lap"], ["sync", "lap", "--dry-run"]):
+        r = hs("-C", str(a), *args)
+        assert r.exit_code == 5, (args, r.stdout, r.stderr)
+        assert r.stdout == ""
+        assert r.stderr.count("\n") == 1 and r.stderr.startswith("hs: error: redaction-mismatch:")
+        assert "only here: 'ocelot-[0-9]+'; only in lap: 'tok_[a-z]+'" in r.stderr
+        assert "hint: give both config.toml files the same [redact] patterns" in r.stderr
+        assert (snapshot(a), snapshot(b)) == before, args
+    # the same patterns, in any order: the sync goes ahead
+    _edit_config(b, patterns=["tok_[a-z]+", "ocelot-[0-9]+", "cache"])
+    _edit_config(a, patterns=["cache", "ocelot-[0-9]+", "tok_[a-z]+"])
+    r = hs("-C", str(a), "sync", "lap")
+    assert r.exit_code == 0, r.stderr
+    with Store.open(a) as sa, Store.open(b) as sb:
+        assert synced_refs(sa) == synced_refs(sb)
+
+
+def test_a_store_made_by_push_init_takes_this_stores_patterns(tmp_path: Path) -> None:
+    hs, a, b = cli(tmp_path)
+    _edit_config(a, patterns=["ocelot-[0-9]+"])
+    r = hs("-C", str(a), "push", "lap", "--init")
+    assert r.exit_code == 0, r.stderr
+    assert _redact_table(b)["patterns"] == ["ocelot-[0-9]+"]
+    assert hs("-C", str(a), "sync", "lap").exit_code == 0
+
+
+def test_a_store_records_the_rule_set_its_writers_redact_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """config.toml names the rule set (it decides the ids of what is stored):
+    `hs init` records this hs's; the first write of an hs with other rules
+    (another release) records its own and keeps the list of every rule set
+    the objects may carry, every other key untouched."""
+    from histstore.store import redact
+
+    hs, a, _b = cli(tmp_path)
+    current = redact.ruleset_id()
+    table = _redact_table(a)
+    assert table["ruleset"] == current and table["rulesets"] == [current]
+    assert tomllib.loads((a / "config.toml").read_text())["remotes"]["lap"]
+    monkeypatch.setattr(redact, "ruleset_id", lambda: "9+test:" + "0" * 64)
+    r = hs("-C", str(a), "record", input=json.dumps(turn_record(7)))
+    assert r.exit_code == 0, r.stderr
+    table = _redact_table(a)
+    assert table["ruleset"] == "9+test:" + "0" * 64
+    assert table["rulesets"] == [current, "9+test:" + "0" * 64]
+    assert table["patterns"] == []
+    assert tomllib.loads((a / "config.toml").read_text())["remotes"]["lap"]
+    # a reader records nothing
+    before = snapshot(a)
+    monkeypatch.setattr(redact, "ruleset_id", lambda: "10+other:" + "1" * 64)
+    assert hs("-C", str(a), "log", "--oneline").exit_code == 0
+    assert snapshot(a) == before
+
+
+def test_a_store_from_before_the_rule_set_was_recorded(tmp_path: Path) -> None:
+    """A store whose config names no rule set was written by the 16 built-in
+    patterns; its first write records this hs's after that one."""
+    from histstore.store import redact
+    from histstore.store.config import LEGACY_RULESET
+
+    hs, a, _b = cli(tmp_path)
+    _edit_config(a, ruleset=None, rulesets=None)
+    assert hs("-C", str(a), "record", input=json.dumps(turn_record(8))).exit_code == 0
+    table = _redact_table(a)
+    assert table["rulesets"] == [LEGACY_RULESET, redact.ruleset_id()]
+
+
+def test_a_sync_brings_both_stores_to_the_union_of_their_rule_sets(tmp_path: Path) -> None:
+    """Rule sets come with a release, not with a setting a person can align
+    before a sync: stores written by different releases sync, and each
+    records every rule set whose redaction the objects it received carry
+    (what `hs redact --apply` must re-redact)."""
+    from histstore.store import redact
+
+    hs, a, b = cli(tmp_path, remote_store=True)
+    r = hs("-C", str(b), "import", str(write_turns(tmp_path / "b.jsonl", [turn_record(40)])))
+    assert r.exit_code == 0
+    old = "1+gitleaks-v8.30.0-27:" + "4a8780a8b5bf" * 5 + "abcd"
+    _edit_config(b, ruleset=old, rulesets=[old])  # b was written by an older release
+    current = redact.ruleset_id()
+    first = "0+histstore-16"
+    _edit_config(a, rulesets=[first, current])  # a holds objects of the first one too
+    r = hs("-C", str(a), "sync", "lap")
+    assert r.exit_code == 0, r.stderr
+    assert _redact_table(a)["rulesets"] == [first, current, old]
+    table = _redact_table(b)
+    assert table["ruleset"] == current  # this hs wrote to it (the sync's operation)
+    assert table["rulesets"] == [old, first, current]
+    # nothing new: nothing recorded
+    before = (snapshot(a), snapshot(b))
+    assert hs("-C", str(a), "sync", "lap").exit_code == 0
+    assert (snapshot(a), snapshot(b)) == before
+
+
+def test_a_bad_rule_set_entry_is_bad_input(tmp_path: Path) -> None:
+    hs, a, _b = cli(tmp_path)
+    _edit_config(a, rulesets="not a list")
+    r = hs("-C", str(a), "log")
+    assert r.exit_code == 2 and "[redact] ruleset must be a rule-set id" in r.stderr
+
+
+def test_a_first_push_copies_packs_whole_and_verifies_them(tmp_path: Path) -> None:
+    """push --init into an empty store: the pack files arrive byte for byte,
+    each object re-hashed once on the way; a damaged object stops it before
+    the pack's index (so the pack is never visible) and no ref moves."""
+    from histstore.store.objectstore import DiskObjectStore
+
+    a, _ = Store.init(tmp_path / "a")
+    add_turns(a, tmp_path, list(range(60)), session_id="s")
+    a.objects.put("blob", b"a loose one")
+    b, _ = Store.init(tmp_path / "b")
+    rep = sync(a, b, "b", pull=False)
+    assert rep.sent.objects == a.objects.count()
+    src = {p.name: p.read_bytes() for p in (tmp_path / "a" / "objects" / "pack").glob("pack-*")}
+    dst = {p.name: p.read_bytes() for p in (tmp_path / "b" / "objects" / "pack").glob("pack-*")}
+    assert src == dst and src
+    assert b.session_refs() == a.session_refs()
+    assert [f for f in fsck(b) if f.severity == "error"] == []
+    # a flipped byte in the local pack: the copy refuses it
+    objs = a.objects
+    assert isinstance(objs, DiskObjectStore)
+    (pack,) = objs.packs()
+    data = bytearray(pack.pack_path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    pack.pack_path.write_bytes(bytes(data))
+    c, _ = Store.init(tmp_path / "c")
+    with pytest.raises(CorruptObject):
+        sync(Store.open(tmp_path / "a"), c, "c", pull=False)
+    assert not list((tmp_path / "c" / "objects" / "pack").glob("*.idx"))
+    assert c.session_refs() == {}

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,12 +38,20 @@ from histstore.history.importers import (
     Resume,
     SessionMeta,
     claude_code,
+    codex,
     turns_jsonl,
 )
-from histstore.history.importers.detect import check_format, format_of, list_files
+from histstore.history.importers.detect import (
+    FORMATS,
+    check_format,
+    detect_file,
+    format_of,
+    list_files,
+)
 from histstore.history.sources import Sources
 from histstore.history.turn import BLOB_THRESHOLD, Turn
 from histstore.store.codec import canonical_json, hash_object
+from histstore.store.fsutil import open_regular
 from histstore.store.kinds import (
     BLOB_FIELDS,
     MEMORY_TARGET_PREFIX,
@@ -56,7 +64,11 @@ from histstore.store.oplog import Operation, RefChange
 from histstore.store.refs import check_component
 from histstore.store.store import SESSION_PREFIX, Store
 
-PARSERS = {"turns": turns_jsonl.parse_file, "claude-code": claude_code.parse_file}
+PARSERS = {
+    "turns": turns_jsonl.parse_file,
+    "claude-code": claude_code.parse_file,
+    "codex": codex.parse_file,
+}
 
 
 def stored_turn(put: Callable[[str, bytes], str], turn: Turn) -> dict[str, Any]:
@@ -142,6 +154,10 @@ class ImportReport:
     index_error: str | None = None
     #: operations of the memory snapshots taken after the import
     memory_operations: list[str] = field(default_factory=list)
+    #: what the automatic gc after it did (``hs gc --auto``), when it ran
+    auto_gc: dict[str, Any] | None = None
+    #: why that gc could not run (the turns are stored all the same)
+    gc_error: str | None = None
 
     @property
     def complete(self) -> bool:
@@ -168,6 +184,8 @@ class ImportReport:
             "operation": self.operation.op if self.operation else None,
             "index_error": self.index_error,
             "memory_operations": self.memory_operations,
+            "auto_gc": self.auto_gc,
+            "gc_error": self.gc_error,
         }
 
 
@@ -269,7 +287,9 @@ class Importer:
         for kind, data in blobs:
             batch.put(kind, data)
         batch.put("turn", payload)
-        w.turns[tid] = TurnEntry(tid, object_id, turn["asked_at"], turn.get("subagent"))
+        w.turns[tid] = TurnEntry(
+            tid, object_id, turn["asked_at"], turn.get("subagent"), turn.get("project")
+        )
         if old is None:
             self.report.turns_added += 1
         else:
@@ -369,6 +389,57 @@ class Importer:
         return op
 
 
+#: what the formats known are called when an input fits none
+KNOWN = "formats known: " + ", ".join(FORMATS)
+
+
+@dataclass
+class FilePlan:
+    """What an import does with one file: read it whole (``read`` None), from
+    a :class:`Resume` (it grew), not at all (``read`` False: as it was when
+    last imported), or skip it (``skip`` says why)."""
+
+    path: Path
+    format: str | None
+    read: Resume | bool | None
+    size: int
+    skip: str | None = None
+
+    @property
+    def new_bytes(self) -> int:
+        """The bytes an import reads of it."""
+        if self.skip is not None or self.read is False:
+            return 0
+        return max(0, self.size - (self.read.offset if isinstance(self.read, Resume) else 0))
+
+
+def plan_files(
+    sources: Sources, paths: Iterable[Path], fmt: str | None = None
+) -> Iterator[FilePlan]:
+    """Every file under ``paths`` and what an import does with it. A file
+    ``--format`` does not fit (its first records are another format's) is
+    skipped, and so is one no importer recognises, each saying so."""
+    check_format(fmt)
+    for path, in_folder in list_files(list(paths)):
+        size = _size(path)
+        f = fmt or sources.known_format(path)
+        plan = sources.plan(path, f) if f is not None else None
+        if plan is False:
+            yield FilePlan(path, f, False, size)
+            continue
+        if fmt is not None:
+            seen = detect_file(path) if size else None
+            if seen is not None and seen != fmt:
+                why = f"it is {seen}, not {fmt} (--format {fmt} does not fit); {KNOWN}"
+                yield FilePlan(path, seen, None, size, why)
+                continue
+        f = f or format_of(path, in_folder)
+        if f is None:
+            yield FilePlan(path, None, None, size, f"format not recognised; {KNOWN}")
+            continue
+        yield FilePlan(path, f, plan if isinstance(plan, Resume) else None, size)
+
+
 def store_paths(
     store: Store,
     paths: Iterable[Path],
@@ -385,38 +456,45 @@ def store_paths(
     sources = Sources(store)
     read: list[tuple[Path, str, Resume, int]] = []
     with store.objects.batch() as batch:
-        for path, in_folder in list_files(list(paths)):
-            f = fmt or sources.known_format(path)
-            plan = sources.plan(path, f) if f is not None else None
-            if plan is False:
+        for fp in plan_files(sources, paths, fmt):
+            path = fp.path
+            if fp.read is False:
                 imp.report.files_unchanged += 1  # as it was when last read: not read
                 if progress:
-                    progress(_size(path))
+                    progress(fp.size)
                 continue
-            if f is None:
-                f = format_of(path, in_folder)
-            if f is None:
-                imp.report.files_skipped.append((str(path), "format not recognised"))
+            if fp.skip is not None or fp.format is None:
+                imp.report.files_skipped.append((str(path), fp.skip or "format not recognised"))
                 if progress:
-                    progress(_size(path))
+                    progress(fp.size)
                 continue
+            f = fp.format
             imp.report.files += 1
-            resume = plan if isinstance(plan, Resume) else None
+            resume = fp.read if isinstance(fp.read, Resume) else None
+            turns = problems = 0
             try:
                 size = path.stat().st_size
                 for item in PARSERS[f](path, store.redactor, progress, resume):
                     if isinstance(item, Problem):
+                        problems += 1
                         imp.report.problems.append(item)
                     elif isinstance(item, SessionMeta):
                         imp.add_meta(item)
                     elif isinstance(item, Resume):
                         read.append((path, f, item, size))
                     else:
+                        turns += 1
                         src = item.get("source") or {}
                         line = src.get("line")
                         imp.add_turn(batch, item, (str(path), line if isinstance(line, int) else 0))
             except OSError as e:
                 imp.report.problems.append(Problem(str(path), 0, f"cannot read: {e.strerror}"))
+                continue
+            if fmt is not None and not turns and not problems and _has_text(path):
+                # forced, and nothing in it was the format's: not imported, and said so
+                imp.report.files_skipped.append(
+                    (str(path), f"nothing in it reads as {fmt} (--format {fmt}); {KNOWN}")
+                )
         imp.commit(batch)
     # beside the objects, once they are committed: where each turn came from,
     # and where each file was read to (so the next import reads only what is new)
@@ -425,6 +503,63 @@ def store_paths(
         sources.record_file(path, f, resume, size)
     sources.close()
     return imp.report
+
+
+@dataclass
+class SourcePlan:
+    """What ``hs import --dry-run`` says of one source (an agent home, or a
+    path given): its files and the bytes an import would read."""
+
+    path: Path
+    agent: str | None
+    files: list[FilePlan] = field(default_factory=list)
+
+    @property
+    def new_bytes(self) -> int:
+        return sum(f.new_bytes for f in self.files)
+
+    @property
+    def label(self) -> str | None:
+        """The agent, or for a path given, the formats of its files."""
+        if self.agent is not None:
+            return self.agent
+        found = sorted({f.format for f in self.files if f.format and not f.skip})
+        return "+".join(found) or None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "agent": self.label,
+            "path": str(self.path),
+            "files": len(self.files),
+            "files_to_read": sum(1 for f in self.files if f.skip is None and f.read is not False),
+            "files_unchanged": sum(1 for f in self.files if f.read is False),
+            "files_skipped": [
+                {"file": str(f.path), "reason": f.skip} for f in self.files if f.skip
+            ],
+            "new_bytes": self.new_bytes,
+        }
+
+
+def dry_run(
+    store: Store, sources: Iterable[tuple[Path, str | None]], fmt: str | None = None
+) -> list[SourcePlan]:
+    """What an import of each (path, agent) would read, without reading a
+    session file beyond its first lines, and without writing anything (the
+    source table is opened read-only)."""
+    table = Sources(store, readonly=True)
+    try:
+        return [SourcePlan(p, agent, list(plan_files(table, [p], fmt))) for p, agent in sources]
+    finally:
+        table.close()
+
+
+def _has_text(path: Path) -> bool:
+    """Whether the file holds anything but blanks (in its first 64 KiB)."""
+    try:
+        with open_regular(path) as f:
+            return bool(f.read(1 << 16).strip())
+    except OSError:
+        return False
 
 
 def store_record(store: Store, text: str, command: str = "hs record") -> tuple[str, ImportReport]:

@@ -7,12 +7,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from histstore.errors import Ambiguous, BadInput, NotFound
+from histstore.errors import Ambiguous, BadInput, CorruptStore, NotFound
 from histstore.history.project import project_key
+from histstore.history.summary import SessionInfo, open_summary
 from histstore.history.turn import format_time, parse_time
-from histstore.store.codec import is_id_prefix
+from histstore.store.codec import is_id_prefix, is_object_id
 from histstore.store.kinds import BLOB_FIELDS, Session, TurnEntry, is_blob_ref
 from histstore.store.store import Store
+from histstore.store.upgrading import IdMap
 
 _SINCE = re.compile(r"^(\d+)\s*(h|d|w|m|y)$")
 _UNITS = {
@@ -48,7 +50,8 @@ def parse_since(text: str, now: datetime | None = None) -> str:
 @dataclass(frozen=True)
 class LogEntry:
     entry: TurnEntry
-    session: Session
+    #: the session, whole (read from the store) or as the summary lists it
+    session: Session | SessionInfo
 
     @property
     def turn_id(self) -> str:
@@ -61,28 +64,71 @@ def log_entries(
     session: str | None = None,
     project: str | None = None,
     since: str | None = None,
+    limit: int | None = None,
+    agent: str | None = None,
 ) -> list[LogEntry]:
-    """Every current turn matching the filters, newest first."""
-    if session is not None:
-        sessions = [store.session(resolve_session(store, session))]
-    else:
-        sessions = list(store.sessions())
+    """Every current turn matching the filters (the turn's own project),
+    newest first, at most ``limit``: from the summary (histstore.history.
+    summary), else by reading every session. ``agent`` is compared with each
+    session's (every importer gives one agent per session: the one that
+    wrote it)."""
+    sid = resolve_session(store, session) if session is not None else None
+    if sid is not None:
+        rev = store.session_ref(sid)
+        if rev is None or not is_object_id(rev):
+            raise CorruptStore(f"ref sessions/{sid} does not hold an object id", hint="run hs fsck")
+    summary = open_summary(store)
+    if summary is not None:
+        with summary:
+            rows = summary.log(session=sid, project=project, since=since, limit=limit, agent=agent)
+        return [LogEntry(r.entry, r.session) for r in rows]
+    sessions = [store.session(sid)] if sid is not None else list(store.sessions())
     want = project_key(project) if project is not None else None
     out = []
     for s in sessions:
-        if want is not None and s.project != project and project_key(s.project) != want:
+        if agent is not None and s.agent != agent:
             continue
         for t in s.turns:
+            own = t.project or s.project
+            if want is not None and own != project and project_key(own) != want:
+                continue
             if since is not None and t.asked_at < since:
                 continue
             out.append(LogEntry(t, s))
     out.sort(key=lambda e: (e.entry.asked_at, e.entry.turn_id), reverse=True)
-    return out
+    return out if limit is None else out[:limit]
 
 
 def load_turn(store: Store, object_id: str) -> dict[str, Any]:
     turn: dict[str, Any] = store.get_json(object_id, "turn")
     return turn
+
+
+@dataclass(frozen=True)
+class SubagentLinks:
+    """How a turn and sub-agents are linked (Claude Code's Task/Agent calls):
+    the sub-agents its calls started, each with the ids of its turns in the
+    session, and for a sub-agent's turn, the turn whose call started it."""
+
+    spawned: dict[str, list[str]]
+    started_by: str | None
+
+
+def subagent_links(store: Store, session: Session, turn: dict[str, Any]) -> SubagentLinks:
+    extra = turn.get("extra") if isinstance(turn.get("extra"), dict) else {}
+    ids = [a for a in (extra or {}).get("subagents") or [] if isinstance(a, str)]
+    spawned = {a: [t.turn_id for t in session.turns if t.subagent == a] for a in ids}
+    started_by = None
+    agent = turn.get("subagent")
+    if isinstance(agent, str) and agent:
+        for entry in session.turns:
+            if entry.subagent:
+                continue
+            other = load_turn(store, entry.object).get("extra") or {}
+            if isinstance(other, dict) and agent in (other.get("subagents") or []):
+                started_by = entry.turn_id
+                break
+    return SubagentLinks(spawned, started_by)
 
 
 def blob_text(store: Store, ref: Any) -> Any:
@@ -126,35 +172,54 @@ def resolve_session(store: Store, text: str) -> str:
 class Resolved:
     kind: str  # "turn" | "session" | "object"
     id: str
-    session: Session | None = None
+    session: Session | SessionInfo | None = None
     entry: TurnEntry | None = None
+    #: set when ``text`` was an id the store had in format 1 (hs upgrade)
+    old_id: str | None = None
 
 
 def resolve(store: Store, text: str) -> Resolved:
-    """A turn id, a session id or an object id, whole or as a unique prefix."""
+    """A turn id, a session id or an object id, whole or as a unique prefix.
+    A whole session id wins; turn ids are looked up in the summary when there
+    is one (else in every session)."""
     text = text.strip()
     if not text:
         raise BadInput("empty id")
+    refs = store.session_refs()
+    if text in refs:
+        return Resolved("session", text, store.session(text))
+    session_hits = [Resolved("session", sid) for sid in refs if sid.startswith(text)]
     turn_hits: list[Resolved] = []
-    session_hits: list[Resolved] = []
-    for s in store.sessions():
-        if s.session_id == text:
-            return Resolved("session", s.session_id, s)
-        if s.session_id.startswith(text):
-            session_hits.append(Resolved("session", s.session_id, s))
-        for t in s.turns:
-            if t.turn_id == text:
-                return Resolved("turn", t.turn_id, s, t)
-            if t.turn_id.startswith(text):
-                turn_hits.append(Resolved("turn", t.turn_id, s, t))
+    summary = open_summary(store)
+    if summary is not None:
+        with summary:
+            rows = summary.turns_named(text)
+        for r in rows:
+            if r.entry.turn_id == text:
+                return Resolved("turn", text, r.session, r.entry)
+            turn_hits.append(Resolved("turn", r.entry.turn_id, r.session, r.entry))
+    else:
+        for s in store.sessions():
+            for t in s.turns:
+                if t.turn_id == text:
+                    return Resolved("turn", t.turn_id, s, t)
+                if t.turn_id.startswith(text):
+                    turn_hits.append(Resolved("turn", t.turn_id, s, t))
     object_hits: list[Resolved] = []
     if is_id_prefix(text.lower()):
         object_hits = [
             Resolved("object", i) for i in sorted(set(store.objects.find_prefix(text.lower())))
         ]
     hits = turn_hits + session_hits + object_hits
+    if not hits and is_id_prefix(text.lower()):
+        # an id from before hs upgrade: what it is now
+        mapped = list(IdMap(store.root).objects(text.lower()))
+        hits = [Resolved("object", new, old_id=old) for old, new in mapped[:11]]
     if len(hits) == 1:
-        return hits[0]
+        hit = hits[0]
+        if hit.kind == "session":
+            return Resolved("session", hit.id, store.session(hit.id))
+        return hit
     if not hits:
         raise NotFound(
             f"no turn, session or object matches {text!r}",

@@ -102,10 +102,12 @@ def _stat(path: Path) -> os.stat_result | None:
 class Sources:
     """The source table of a store (opened on first use, created when written)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, readonly: bool = False) -> None:
         self.path = store.root / "local" / NAME
         self._conn: sqlite3.Connection | None = None
         self._store = store
+        #: only read, and leave no file behind (``hs import --dry-run``)
+        self.readonly = readonly
 
     def key(self, path: Path) -> str:
         """How a file is named in the table: its path as text (odd bytes spelled
@@ -118,6 +120,16 @@ class Sources:
         return self._store.redactor(text)
 
     def _db(self, write: bool = False) -> sqlite3.Connection | None:
+        if self._conn is None and self.readonly:
+            if write or not self.path.exists():
+                return None
+            # a read-only connection still makes SQLite's -wal and -shm files;
+            # without a -wal beside it (no writer has it open) the table is read
+            # as an immutable file, which makes none
+            wal = self.path.with_name(self.path.name + "-wal").exists()
+            uri = self.path.as_uri() + ("?mode=ro" if wal else "?mode=ro&immutable=1")
+            self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30)
+            return self._conn
         if self._conn is None:
             if not self.path.exists():
                 if not write:
@@ -156,9 +168,17 @@ class Sources:
         )
 
     def known_format(self, path: Path) -> str | None:
-        """The format the file had when last imported (None: never imported)."""
+        """The format the file had when last imported (None: never imported, or
+        empty then: an empty file's format was a guess, told again once it
+        holds lines)."""
         known = self.file_state(self.key(path))
-        return known.format if known is not None else None
+        if known is None:
+            return None
+        if known.size == 0:
+            st = _stat(path)
+            if st is None or st.st_size > 0:
+                return None
+        return known.format
 
     def plan(self, path: Path, fmt: str) -> Resume | bool | None:
         """What an import must read of ``path``: ``False`` nothing (it is as it

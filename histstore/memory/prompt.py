@@ -1,7 +1,8 @@
-"""What memory gives a model: the prompt of a session, and notes that match a recall.
+"""What memory gives a model: the prompt of a session, notes that match a
+recall, and the notes an agent's tools list and read.
 
-Both leave out every note the overlay hides (a tombstone or an exclusion),
-and the index lines that link them.
+All leave out every note the overlay hides from a model (a tombstone or an
+exclusion: View.MEMORY_PROMPT), and the index lines that link them.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from histstore.errors import BadInput
+from histstore.errors import Ambiguous, BadInput, NotFound
 from histstore.memory import models as memmodels
 from histstore.memory import rules as memrules
-from histstore.memory.revisions import load_revision, load_tree, scopes
+from histstore.memory.revisions import find_file, load_revision, load_tree, scopes
 from histstore.memory.scopes import (
     IDENTITY_FILE,
     SYSTEM,
@@ -148,3 +149,96 @@ def search_notes(
             hits.append(NoteHit(scope, file, name, description, matched))
     hits.sort(key=lambda h: (-h.matched, h.scope.id, h.file))
     return hits[:k]
+
+
+# ------------------------------------------------------------ an agent's own reads
+#
+# What an agent's tools (the MCP server) list and read of memory: the newest
+# revision of each scope, as View.MEMORY_PROMPT allows it — what a model is
+# given, so a tombstoned note is left out as well as an excluded one, and so
+# are their index lines.
+
+
+@dataclass(frozen=True)
+class ListedNote:
+    scope: Scope
+    file: str
+    type: str
+    name: str
+    description: str
+    problems: int  # how many memory rules the note breaks (0: none)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope.id,
+            "project": self.scope.project,
+            "file": self.file,
+            "type": self.type,
+            "name": self.name,
+            "description": self.description,
+            "problems": self.problems,
+        }
+
+
+def _newest_files(store: Store, scope: Scope) -> dict[str, str] | None:
+    """file -> blob id of the scope's newest revision; None when it has none."""
+    rev_id = scopes(store).get(scope.id)
+    if rev_id is None:
+        return None
+    return load_tree(store, load_revision(store, rev_id).tree)
+
+
+def list_notes(store: Store, wanted: list[Scope]) -> list[ListedNote]:
+    """The notes of each scope's newest revision (scopes in the order given,
+    notes by file name), without the notes the overlay hides from a model."""
+    hidden = _hidden(store)
+    out: list[ListedNote] = []
+    for scope in wanted:
+        files = _newest_files(store, scope)
+        for file, blob in sorted((files or {}).items()):
+            split = memrules.split_file_name(file)
+            if split is None or hidden(scope, file):
+                continue  # an index, a stray file, or a note a model is not given
+            note, violations = memrules.parse_note(file, store.get_blob(blob))
+            name = note.name if note and note.name else file
+            description = note.description if note else ""
+            out.append(ListedNote(scope, file, split[0], name, description, len(violations)))
+    return out
+
+
+def read_note(store: Store, wanted: list[Scope], name: str) -> tuple[Scope, str, bytes]:
+    """(scope, file, bytes) of a note or an index of the newest revisions, by
+    file name, slug or frontmatter name, looked for in each scope given; a
+    note the overlay hides from a model is refused (its text never leaves),
+    an index comes without the lines of hidden notes."""
+    if not name.strip():
+        raise BadInput("no memory name given", hint="give a note's file name, slug or name")
+    hidden = _hidden(store)
+    found: list[tuple[Scope, str, str]] = []
+    for scope in wanted:
+        files = _newest_files(store, scope)
+        if not files:
+            continue
+        try:
+            file = find_file(store, files, name)
+        except NotFound:
+            continue
+        found.append((scope, file, files[file]))
+    if not found:
+        raise NotFound(f"no memory {name!r}", hint="memory_list shows the notes there are")
+    if len(found) > 1:
+        raise Ambiguous(
+            f"memory {name!r} is in more than one scope",
+            [f"{s.label}: {f}" for s, f, _ in found],
+            hint="give the scope",
+        )
+    scope, file, blob = found[0]
+    if hidden(scope, file):
+        raise NotFound(
+            f"memory {file} is forgotten: its text is not given to agents",
+            hint=f"a person can bring it back with `hs unforget {target_id(scope, file)}`",
+        )
+    data = store.get_blob(blob)
+    if memrules.is_index_name(file):
+        data = drop_index_lines(data, functools.partial(hidden, scope))
+    return scope, file, data

@@ -107,17 +107,16 @@ every cited turn's ``asked`` text, or whose note would break a memory rule.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from histstore.errors import BadInput
 from histstore.history.reading import resolve_session
 from histstore.memory import index as memindex
 from histstore.memory import rules as memrules
+from histstore.memory.drafts import check_folder
 from histstore.memory.statements import (
     _content_words,
     _Hit,
@@ -389,14 +388,7 @@ def write_drafts(store: Store, proposals: list[Proposal], folder: Path) -> list[
     --from``); the files it left as they were (a file of that name is there).
     ``folder`` must not be a memory folder (one with an index) nor inside the
     store; it is created when missing. Nothing is ever written over a file."""
-    folder = store.check_outside(folder, "--drafts")
-    if folder.exists() and not folder.is_dir():
-        raise BadInput(f"--drafts {folder} is not a directory")
-    if folder.is_dir() and memindex.index_order(os.listdir(folder)):
-        raise BadInput(
-            f"--drafts {folder} is a memory directory (it has an index)",
-            hint="drafts go to a folder of their own; `hs memory write --from` brings one in",
-        )
+    folder = check_folder(store, folder, "--drafts")
     folder.mkdir(parents=True, exist_ok=True)
     kept = []
     for p in proposals:

@@ -18,7 +18,7 @@ target still shows after the commit: :class:`NotConverged`, naming the step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from histstore.errors import (
@@ -84,7 +84,29 @@ class Target:
 
 def resolve_target(store: Store, text: str, *, confirm: str | None = None) -> Target:
     """A session id or a turn id, whole or as a unique prefix; for unforget, also
-    the id of a target the overlay holds (it may no longer be in the store)."""
+    the id of a target the overlay holds (it may no longer be in the store).
+    Its first prompt (a note's description) is quoted only when the overlay
+    lets ``forgotten`` quote it: never for an excluded target, so neither the
+    confirmation nor the result of an unforget hands out its text."""
+    target = _resolve(store, text, confirm=confirm)
+    if target.first_prompt and _withheld(store, target):
+        return replace(target, first_prompt="")
+    return target
+
+
+def _withheld(store: Store, target: Target) -> bool:
+    """Whether the overlay withholds the target's text from ``forgotten``."""
+    overlay = Overlay.read(store)
+    if target.kind == "memory":
+        marker = overlay.notes.get(target.id)
+    elif target.kind == "session":
+        marker = overlay.sessions.get(target.id)
+    else:
+        marker = overlay.hides(target.session, target.id)
+    return withholds(marker, View.FORGOTTEN) is not None
+
+
+def _resolve(store: Store, text: str, *, confirm: str | None) -> Target:
     text = text.strip()
     if not text:
         raise BadInput("no target given", hint="name a session id or a turn id")
@@ -443,6 +465,8 @@ class Forgotten:
     marker_id: str
     hides: int  # turns of the store it hides (0: stale, the target is not in the store)
     first_prompt: str
+    #: the agent of the target's session (None: a memory note, or not in the store)
+    agent: str | None = None
 
     @property
     def stale(self) -> bool:
@@ -452,19 +476,24 @@ class Forgotten:
         d = self.marker.as_json()
         d.update(marker=self.marker_id, hides=self.hides, stale=self.stale)
         d["first_prompt"] = self.first_prompt
+        d["agent"] = self.agent
         return d
 
 
-def forgotten(store: Store) -> list[Forgotten]:
+def forgotten(store: Store, *, agent: str | None = None) -> list[Forgotten]:
     """Every active marker, newest first, with what it hides in the store now.
     The first prompt (a note's description) is given for a tombstone only: an
-    exclusion's target is counted, never quoted (histstore.overlay.visibility)."""
+    exclusion's target is counted, never quoted (histstore.overlay.visibility).
+    With ``agent``, only the markers of that agent's sessions and turns (a
+    memory note's marker, or one whose session is not in the store, has none)."""
     overlay = Overlay.read(store)
     refs = store.refs.list_refs(PREFIX)
     sessions = {s.session_id: s for s in store.sessions()} if overlay else {}
     out = []
     for m in overlay.active():
         s = sessions.get(m.session)
+        if agent is not None and (m.target_kind == "memory" or s is None or s.agent != agent):
+            continue
         quote = withholds(m, View.FORGOTTEN) is None
         first: str | None = None  # the object whose first prompt to quote
         if m.target_kind == "memory":
@@ -484,6 +513,7 @@ def forgotten(store: Store) -> list[Forgotten]:
         elif first is not None:
             text = _first_prompt(store, first)
         name = overlay.ref_name(m.target_kind, m.session, m.target) or m.ref_target
-        out.append(Forgotten(m, refs[PREFIX + name], hides, text))
+        who = s.agent if s is not None and m.target_kind != "memory" else None
+        out.append(Forgotten(m, refs[PREFIX + name], hides, text, who))
     out.sort(key=lambda f: f.marker.time, reverse=True)
     return out

@@ -4,20 +4,25 @@
 (histstore.history.importing), then bring the derived data along before they
 return: the recall index catches up, so a recorded turn is searchable at
 once, and (after an import) every memory folder config.toml names is
-snapshotted. The turns are committed whatever happens after: an index that
+snapshotted; and once loose objects pile up, they are packed
+(``hs gc --auto``). The turns are committed whatever happens after: an index that
 cannot follow is reported in ``index_error``, and the next write or
 ``hs recall`` catches it up.
 """
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
 from histstore.errors import HistError
 from histstore.history.importers import Progress
 from histstore.history.importing import ImportReport, store_paths, store_record
+from histstore.history.summary import Summary, Unavailable
 from histstore.memory.folders import snapshot_configured
+from histstore.ops import gc
 from histstore.recall.index import RecallIndex
 from histstore.store.store import Store
 
@@ -37,6 +42,7 @@ def import_paths(
     report.memory_operations = [
         op.op for _scope, op in snapshot_configured(store, command=command + " (memory snapshot)")
     ]
+    auto_gc(store, report)
     return report
 
 
@@ -44,6 +50,7 @@ def record_turn(store: Store, text: str, command: str = "hs record") -> tuple[st
     """Store one turn given as JSON text (``hs record``); (turn id, report)."""
     turn_id, report = store_record(store, text, command)
     refresh_index(store, report)
+    auto_gc(store, report)
     return turn_id, report
 
 
@@ -57,3 +64,20 @@ def refresh_index(store: Store, report: ImportReport) -> None:
         RecallIndex(store).catch_up()
     except (HistError, OSError, ValueError) as e:
         report.index_error = str(e)
+    # the summary too, so the next hs log or status reads it as it is
+    with contextlib.suppress(Unavailable, HistError, sqlite3.Error, OSError), Summary(store) as s:
+        s.current()
+
+
+def auto_gc(store: Store, report: ImportReport) -> None:
+    """``hs gc --auto`` once loose objects piled up (a repack, no pruning): the
+    turns are stored whatever happens here; a failure is reported."""
+    if report.operation is None:
+        return
+    try:
+        done = gc.auto(store)
+    except (HistError, OSError) as e:
+        report.gc_error = str(e)
+        return
+    if done is not None:
+        report.auto_gc = done.as_json()

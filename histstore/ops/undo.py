@@ -20,6 +20,7 @@ from histstore.overlay.markers import PREFIX as OVERLAY_PREFIX
 from histstore.recall.index import RecallIndex
 from histstore.store.oplog import Operation, RefChange
 from histstore.store.store import Store
+from histstore.store.upgrading import IdMap
 
 
 def find_operation(store: Store, op_id: str | None) -> Operation:
@@ -28,7 +29,12 @@ def find_operation(store: Store, op_id: str | None) -> Operation:
         raise NotFound("no operation to undo: the store has recorded nothing yet")
     if op_id is None:
         return ops[-1]
-    found = [o for o in ops if o.op.startswith(op_id.strip().lower())]
+    want = op_id.strip().lower()
+    found = [o for o in ops if o.op.startswith(want)]
+    if not found and want:
+        # an operation id from before hs upgrade: the entry it became
+        now = {new for _, new in IdMap(store.root).op(want)}
+        found = [o for o in ops if o.op in now]
     if not found:
         raise NotFound(f"no operation {op_id!r}", hint="see the operations with `hs ops`")
     if len(found) > 1:
@@ -40,6 +46,15 @@ def undo(store: Store, op_id: str | None = None, *, command: str = "hs undo") ->
     target = find_operation(store, op_id)
     inverse = [RefChange(c.ref, c.new, c.old) for c in target.changes]
     with store.lock():
+        horizon = store.gc_horizon()
+        if horizon and target.time < horizon:
+            gone = [c.new for c in inverse if c.new and not store.objects.has(c.new)]
+            if gone:
+                raise BadInput(
+                    f"cannot undo {target.op}: it is older than gc's retention window, "
+                    f"and hs gc removed {len(gone)} object(s) it would bring back",
+                    hint="raise [gc] retention_days to keep what undo may need for longer",
+                )
         moved = [c for c in inverse if store.refs.read(c.ref) != c.old]
         if moved:
             later = [

@@ -13,8 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from histstore.display import visible
 from histstore.errors import BadInput
 from histstore.history.reading import expand_turn, load_turn, log_entries, raw_records
+from histstore.history.summary import SessionInfo
 from histstore.overlay.markers import Overlay
 from histstore.overlay.visibility import View, Visibility
 from histstore.store.fsutil import atomic_write
@@ -31,12 +33,13 @@ def exported_turns(
     session: str | None = None,
     project: str | None = None,
     since: str | None = None,
-) -> Iterator[tuple[Session, dict[str, Any]]]:
+    agent: str | None = None,
+) -> Iterator[tuple[Session | SessionInfo, dict[str, Any]]]:
     """(session, turn record) oldest first, exclusions left out. The overlay is
     read again as the export goes (every ``RECHECK`` turns), so an exclusion
     made while a long export runs holds for the turns not yet written."""
     vis = Visibility(Overlay.read(store))
-    entries = log_entries(store, session=session, project=project, since=since)
+    entries = log_entries(store, session=session, project=project, since=since, agent=agent)
     for i, e in enumerate(reversed(entries)):
         if i and i % RECHECK == 0:
             vis = Visibility(Overlay.read(store))
@@ -51,13 +54,21 @@ def jsonl_line(turn: dict[str, Any]) -> str:
     return json.dumps(turn, ensure_ascii=False, sort_keys=True)
 
 
-def markdown(turns: list[tuple[Session, dict[str, Any]]]) -> Iterator[str]:
-    """A readable transcript: a heading per session, then each turn's steps."""
+def markdown(turns: list[tuple[Session | SessionInfo, dict[str, Any]]]) -> Iterator[str]:
+    """A readable transcript: a heading per session, then each turn's steps.
+    It is read by people (printed, or opened in an editor or a terminal), so
+    the control characters of stored text are made visible in it
+    (``histstore.display``); the JSONL export keeps them exact."""
+    for chunk in _markdown(turns):
+        yield visible(chunk)
+
+
+def _markdown(turns: list[tuple[Session | SessionInfo, dict[str, Any]]]) -> Iterator[str]:
     current = None
     for s, t in turns:
         if s.session_id != current:
             current = s.session_id
-            title = f" — {s.title}" if s.title else ""
+            title = f" — {visible(s.title, lines=False)}" if s.title else ""
             yield f"# Session {s.session_id}{title}\n\n"
             yield f"Project: `{s.project}` · agent: {s.agent}\n\n"
         yield f"## {t['asked_at'][:16].replace('T', ' ')} UTC · turn `{t['turn_id']}`\n\n"
@@ -99,13 +110,14 @@ def export(
     session: str | None = None,
     project: str | None = None,
     since: str | None = None,
+    agent: str | None = None,
 ) -> Iterator[str]:
     """The export as text chunks; with ``output``, written to that file
     (atomically, and never inside the store) and nothing yielded."""
     if fmt not in FORMATS:
         raise BadInput(f"unknown export format {fmt!r}", hint="use jsonl or markdown")
     target = store.check_outside(output, "--output") if output is not None else None
-    turns = exported_turns(store, session=session, project=project, since=since)
+    turns = exported_turns(store, session=session, project=project, since=since, agent=agent)
     if fmt == "jsonl":
         chunks: Iterator[str] = (jsonl_line(t) + "\n" for _, t in turns)
     else:

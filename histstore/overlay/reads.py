@@ -1,4 +1,4 @@
-"""The read paths of history with the overlay applied: log and show.
+"""The read paths of history with the overlay applied: log, show, and the list of sessions.
 
 These are what every caller that shows turns to a person or an agent uses
 (the porcelain's ``hs log`` and ``hs show``, the MCP server): each item says
@@ -14,8 +14,18 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from histstore.history.reading import LogEntry, load_turn, log_entries, resolve
+from histstore.errors import BadInput, CorruptStore, NotFound
+from histstore.history.project import project_key
+from histstore.history.reading import (
+    LogEntry,
+    SubagentLinks,
+    load_turn,
+    log_entries,
+    resolve,
+    subagent_links,
+)
 from histstore.history.sources import Sources
+from histstore.history.summary import SessionInfo
 from histstore.overlay.markers import Marker, Overlay
 from histstore.overlay.visibility import View, Visibility
 from histstore.store.kinds import Session, TurnEntry
@@ -28,7 +38,7 @@ class Item:
     marker that withholds it (``withheld``)."""
 
     entry: TurnEntry
-    session: Session
+    session: Session | SessionInfo
     turn: dict[str, Any] | None
     withheld: Marker | None
 
@@ -51,11 +61,12 @@ def log(
     since: str | None = None,
     limit: int | None = None,
     show_all: bool = False,
+    agent: str | None = None,
 ) -> list[Item]:
     """Turns newest first, as ``hs log`` gives them."""
-    entries = log_entries(store, session=session, project=project, since=since)
-    if limit is not None:
-        entries = entries[:limit]
+    entries = log_entries(
+        store, session=session, project=project, since=since, limit=limit, agent=agent
+    )
     vis = Visibility(Overlay.read(store))
     return [_item(store, vis, View.LOG, e, show_all) for e in entries]
 
@@ -70,7 +81,7 @@ class Shown:
     kind: str  # "turn" | "session" | "object"
     id: str
     withheld: Marker | None = None
-    session: Session | None = None
+    session: Session | SessionInfo | None = None
     entry: TurnEntry | None = None
     turn: dict[str, Any] | None = None
     turns: list[Item] = field(default_factory=list)
@@ -80,6 +91,10 @@ class Shown:
     names: dict[str, Any] = field(default_factory=dict)
     #: for a turn shown: where this store read it (histstore.history.sources)
     source: dict[str, Any] | None = None
+    #: the format-1 id that was asked for, when it was one (hs upgrade)
+    old_id: str | None = None
+    #: for a turn shown: the sub-agents it started, or the turn that started it
+    links: SubagentLinks | None = None
 
 
 def show(store: Store, ident: str, *, show_all: bool = False) -> Shown:
@@ -95,17 +110,29 @@ def show(store: Store, ident: str, *, show_all: bool = False) -> Shown:
             sources = Sources(store)
             shown.source = sources.of(r.entry.object)
             sources.close()
+            session = r.session
+            extra = item.turn.get("extra")
+            linked = item.turn.get("subagent") or (
+                isinstance(extra, dict) and extra.get("subagents")
+            )
+            if linked and not isinstance(session, Session):  # the summary's listing
+                session = store.load_session(session.rev)
+            shown.links = (
+                subagent_links(store, session, item.turn)
+                if isinstance(session, Session)
+                else SubagentLinks({}, None)
+            )
         return shown
     if r.kind == "session":
-        assert r.session is not None
         s = r.session
+        assert isinstance(s, Session)  # resolve reads a session it names whole
         marker = vis.session(View.SHOW, s.session_id, show_all=show_all)
         if marker is not None:
             return Shown("session", r.id, marker, s)
         items = [_item(store, vis, View.SHOW, LogEntry(t, s), show_all) for t in s.turns]
         return Shown("session", r.id, None, s, turns=items)
     kind, payload = store.objects.get(r.id)
-    shown = Shown("object", r.id, object_kind=kind)
+    shown = Shown("object", r.id, object_kind=kind, old_id=r.old_id)
     # an object is a turn or a session revision like any other: the same policy
     if kind == "turn" and vis:
         t = json.loads(payload)
@@ -123,3 +150,110 @@ def show(store: Store, ident: str, *, show_all: bool = False) -> Shown:
             return shown
     shown.payload = payload
     return shown
+
+
+@dataclass(frozen=True)
+class SessionItem:
+    """One session as the list of sessions gives it: its id, agent, turn count
+    and times always; ``title`` only when no marker withholds the session
+    (``withheld``). ``forgotten`` counts its turns the log withholds."""
+
+    session: Session
+    withheld: Marker | None
+    turns: int
+    forgotten: int
+    first: str | None  # asked_at of its first turn
+    last: str | None  # asked_at of its newest turn
+
+    @property
+    def title(self) -> str | None:
+        return None if self.withheld is not None else self.session.title
+
+    def as_json(self) -> dict[str, Any]:
+        s = self.session
+        out: dict[str, Any] = {
+            "session_id": s.session_id,
+            "agent": s.agent,
+            "project": s.project,
+            "title": self.title,
+            "turns": self.turns,
+            "forgotten_turns": self.forgotten,
+            "first": self.first,
+            "last": self.last,
+        }
+        if self.withheld is not None:
+            out["forgotten"] = {"mode": self.withheld.mode, "since": self.withheld.time}
+        return out
+
+
+def _revisions(store: Store, cache: dict[str, Session] | None) -> list[Session]:
+    """Every session's newest revision. With a ``cache`` (revision id ->
+    revision, kept by a long-lived caller), only revisions not read before are
+    loaded: a revision is immutable, so its id always names the same one; the
+    cache is left holding only the current revisions."""
+    if cache is None:
+        return list(store.sessions())
+    out = []
+    refs = store.session_refs()
+    for sid, rev in refs.items():
+        s = cache.get(rev)
+        if s is None:
+            try:
+                s = store.load_session(rev)
+            except (NotFound, BadInput) as e:
+                raise CorruptStore(f"ref sessions/{sid}: {e}", hint="run hs fsck") from None
+            cache[rev] = s
+        out.append(s)
+    for rev in set(cache) - set(refs.values()):
+        del cache[rev]
+    return out
+
+
+def sessions(
+    store: Store,
+    *,
+    project: str | None = None,
+    since: str | None = None,
+    agent: str | None = None,
+    limit: int | None = None,
+    cache: dict[str, Session] | None = None,
+) -> list[SessionItem]:
+    """Sessions newest first (by their newest turn): in ``project`` (a
+    directory, compared by project key), with a turn asked since ``since``,
+    recorded by ``agent``; a session a marker withholds from the log is
+    listed without its title. ``cache``: see :func:`_revisions`."""
+    want = project_key(project) if project is not None else None
+    vis = Visibility(Overlay.read(store))
+    out = []
+    for s in _revisions(store, cache):
+        if agent is not None and s.agent != agent:
+            continue
+        if want is not None and s.project != project and project_key(s.project) != want:
+            continue
+        times = sorted(t.asked_at for t in s.turns)
+        if since is not None and (not times or times[-1] < since):
+            continue
+        marker = vis.session(View.LOG, s.session_id)
+        forgotten = 0
+        if vis:
+            forgotten = sum(
+                1 for t in s.turns if vis.turn(View.LOG, s.session_id, t.turn_id) is not None
+            )
+        first, last = (times[0], times[-1]) if times else (None, None)
+        out.append(SessionItem(s, marker, len(s.turns), forgotten, first, last))
+    out.sort(key=lambda i: (i.last or "", i.session.session_id), reverse=True)
+    return out[:limit] if limit is not None else out
+
+
+def turn(store: Store, session_id: str, turn_id: str, *, show_all: bool = False) -> Shown:
+    """One turn of a known session, as ``hs show`` gives it (a caller that
+    found the session elsewhere, such as the recall index, skips the scan of
+    every session :func:`show` does to resolve an id). NotFound when the
+    session does not hold the turn."""
+    s = store.session(session_id)
+    entry = next((t for t in s.turns if t.turn_id == turn_id), None)
+    if entry is None:
+        raise NotFound(f"session {session_id} has no turn {turn_id}")
+    vis = Visibility(Overlay.read(store))
+    item = _item(store, vis, View.SHOW, LogEntry(entry, s), show_all)
+    return Shown("turn", turn_id, item.withheld, s, entry, item.turn)

@@ -1,23 +1,30 @@
 """What a tombstone and an exclusion hide, view by view: the one place that decides.
 
-Every read path that hands out stored text — the history views (log, show),
-recall, export, ``forgotten``, and the memory views (show, diff, restore,
-log of a note, prompt, recall of notes) — asks here, and nowhere else, whether
+Every read path that hands out stored text — the history views (log, show,
+the list of sessions), recall, export, ``forgotten``, and the memory views
+(show, diff, restore, log of a note, prompt, recall of notes, an agent's
+memory tools) — asks here, and nowhere else, whether
 a turn's or a note's text may leave. The porcelain, the plumbing, the MCP
 server and export only call these read paths; none decides on its own.
 
 ==================  ===========================  ===========================
 view                a tombstone                  an exclusion
 ==================  ===========================  ===========================
-log, show           withheld: "forgotten since"  withheld: "forgotten since"
-                    (``show_all`` shows it)      (always; ``show_all`` too)
+log, show, the      withheld: "forgotten since"  withheld: "forgotten since"
+list of sessions    (``show_all`` shows it)      (always; ``show_all`` too)
 recall              left out                     left out
 export              exported                     left out
-forgotten           its first prompt shown       no text of it, only the id
+forgotten, the      its first prompt shown       no text of it, only the id
+confirmation and
+result of forget
+and unforget
 memory show, diff,  shown                        refused; its index line
 restore, note log                                dropped from any index shown
 memory prompt,      left out                     left out (and its index line)
-memory recall
+memory recall,
+an agent's memory
+tools (list, read,
+propose)
 ==================  ===========================  ===========================
 
 A turn is hidden by its own marker or by its session's; an exclusion wins
@@ -39,7 +46,7 @@ class View(StrEnum):
     EXPORT = "export"
     FORGOTTEN = "forgotten"
     MEMORY_SHOW = "memory-show"  # show, diff, restore, log of one note
-    MEMORY_PROMPT = "memory-prompt"  # prompt, recall of notes
+    MEMORY_PROMPT = "memory-prompt"  # prompt, recall of notes, an agent's memory tools
 
 
 #: view -> (does a tombstone hide, may show_all lift a tombstone)

@@ -10,6 +10,8 @@ from histstore.store.check import Finding
 from histstore.store.store import Store
 
 HINT = "rebuild it with `hs plumbing index-build`"
+#: what an older hs left, rebuilt by the next catch-up
+OLDER = "the next write or hs recall rebuilds it"
 
 
 def check_index(store: Store, *, compare: bool) -> list[Finding]:
@@ -20,10 +22,22 @@ def check_index(store: Store, *, compare: bool) -> list[Finding]:
     try:
         gen = index.gens.current()
         if gen is None:
+            legacy = index.gens.legacy_name()
+            if legacy is not None:
+                return [
+                    Finding("warning", "index", f"built by an older hs (SQLite); {OLDER}", legacy)
+                ]
             if compare and store.session_refs():
                 return [Finding("warning", "index", "no recall index yet; hs recall builds it")]
             return []
-        if gen.meta.get("schema") != SCHEMA_VERSION:
+        schema = gen.meta.get("schema")
+        if isinstance(schema, int) and not isinstance(schema, bool) and schema < SCHEMA_VERSION:
+            return [
+                Finding(
+                    "warning", "index", f"built by an older hs (schema {schema}); {OLDER}", gen.name
+                )
+            ]
+        if schema != SCHEMA_VERSION:
             return [
                 Finding(
                     "error", "index", f"unknown schema {gen.meta.get('schema')!r}; {HINT}", gen.name

@@ -23,8 +23,6 @@ import tantivy
 from histstore.recall.fields import FIELDS, WEIGHTS
 from histstore.recall.query import project_values
 
-#: the schema number (docs/format.md); a generation of another schema is rebuilt
-SCHEMA_VERSION = 2
 #: the analyzer every text field uses: runs of letters and digits (``_``, ``.``,
 #: ``/``, ``-`` separate), lower case, accents folded to ASCII, tokens of 40
 #: bytes or more dropped

@@ -32,7 +32,7 @@ from histstore.store.store import Store
 KEEP = 3
 GEN = re.compile(r"^gen-(\d+)$")
 _TMP = re.compile(r"^\.gen-\d+\.(\d+)\.tmp$")
-#: the files of the SQLite index of schema 1: replaced by the first build
+#: the files of the SQLite FTS5 index an older hs wrote: replaced by the first build
 _LEGACY = re.compile(r"^gen-\d+\.sqlite(-wal|-shm)?$|^\.gen-\d+\.\d+\.tmp(-wal|-shm)?$")
 REBUILD_HINT = "rebuild it with `hs plumbing index-build`"
 
@@ -75,18 +75,26 @@ class Generations:
 
     # ------------------------------------------------------------ reading
 
-    def current_name(self) -> str | None:
-        """The generation CURRENT names; None when there is no index (or only the
-        SQLite index of schema 1, which the next build replaces)."""
+    def _named(self) -> str | None:
         try:
-            name = (self.dir / "CURRENT").read_text("utf-8").strip()
+            return (self.dir / "CURRENT").read_text("utf-8").strip()
         except FileNotFoundError:
             return None
         except OSError as e:
             raise CorruptStore(
                 f"{self.dir / 'CURRENT'} cannot be read ({e})", hint=REBUILD_HINT
             ) from None
-        if _LEGACY.match(name):
+
+    def legacy_name(self) -> str | None:
+        """The SQLite generation an older hs left CURRENT naming, if it did."""
+        name = self._named()
+        return name if name is not None and _LEGACY.match(name) else None
+
+    def current_name(self) -> str | None:
+        """The generation CURRENT names; None when there is no index (or only the
+        SQLite index an older hs wrote, which the next build replaces)."""
+        name = self._named()
+        if name is None or _LEGACY.match(name):
             return None
         if not GEN.match(name):
             raise CorruptStore(
@@ -172,7 +180,7 @@ class Generations:
 
     def prune(self, keep: int = KEEP) -> None:
         """All but the newest ``keep`` generations, never the current one; the
-        leftovers of builds that died, and the SQLite files of schema 1."""
+        leftovers of builds that died, and the SQLite files an older hs wrote."""
         current = self.current_name()
         for name in self.names()[:-keep] if keep else self.names():
             if name != current:

@@ -35,8 +35,10 @@ from histstore.recall.query import K_MAX, Query, RecallResult, Scope, time_ms
 from histstore.store.kinds import Session, TurnEntry
 from histstore.store.store import Store
 
-#: the schema of a generation (its meta's ``schema``; docs/format.md)
-SCHEMA_VERSION = 2
+#: the schema of a generation (its meta's ``schema``; docs/format.md): 3, the
+#: first Tantivy one (1 and 2 were SQLite FTS5 databases); a generation of
+#: another schema is rebuilt by the next catch-up
+SCHEMA_VERSION = 3
 #: set (to anything but 0) to answer every recall by scanning the objects
 FALLBACK_ENV = "HS_RECALL_FALLBACK"
 #: the engine's handles on generations this process opened: (path, inode) -> index

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError
-from histstore.store import packs, repack
+from histstore.store import packs, repack, upgrading
 from histstore.store.codec import is_object_id
 from histstore.store.fsutil import atomic_write, fsync_dir
 from histstore.store.kinds import MemRev, Ref, SessionRev, parse
@@ -272,6 +272,9 @@ def replay_log(store: Store, kinds: dict[str, str], *, repair: bool) -> Replayed
     the one before left them, to objects there are."""
     done = Replayed()
     state = done.state
+    # an entry older than gc's horizon may name what gc removed (it was
+    # outside the retention window)
+    horizon = store.gc_horizon()
     parent: str | None = None
     last_op = None
     for ln in store.refs.read_log():
@@ -300,7 +303,7 @@ def replay_log(store: Store, kinds: dict[str, str], *, repair: bool) -> Replayed
                 state.pop(c.ref, None)
                 continue
             state[c.ref] = c.new
-            if c.new not in kinds:
+            if c.new not in kinds and not (horizon and op.time < horizon):
                 msg = f"operation {op.op} points {c.ref} at missing object {c.new}"
                 done.findings.append(error("refs-log", msg, where))
         parent = op.op
@@ -349,6 +352,15 @@ def check_store(store: Store, *, repair: bool) -> tuple[list[Finding], Replayed]
     """Objects, refs and the refs log; the replay, for the checks of derived data."""
     objects = check_objects(store, repair=repair)
     out = list(objects.findings)
+    if (store.root / upgrading.UPGRADE_DIR).exists():
+        # the format-1 files an upgrade replaced, not yet removed
+        if repair:
+            upgrading.remove_leftovers(store.root)
+            out.append(warning("upgrade", "removed what hs upgrade replaced"))
+        else:
+            out.append(
+                warning("upgrade", "what hs upgrade replaced is still there; hs upgrade removes it")
+            )
     out += check_refs(store, store.refs.list_refs(), objects.kinds)
     replayed = replay_log(store, objects.kinds, repair=repair)
     out += replayed.findings

@@ -34,13 +34,39 @@ def default_store_path() -> Path:
     return (Path(xdg) if xdg else home / ".local" / "share") / "histstore"
 
 
+#: what ``[redact] ruleset`` is taken to be in a store that does not name one:
+#: it was written before the rule set was recorded, by the 16 built-in patterns
+LEGACY_RULESET = "0+histstore-16"
+
+
 def new_config() -> dict[str, Any]:
     import uuid
 
+    from histstore.store.ruleset import ruleset_id  # only hs init names the rule set
+
+    ruleset = ruleset_id()
     return {
         "store": {"format": FORMAT_VERSION, "id": str(uuid.uuid4()), "created": now_rfc3339()},
-        "redact": {"patterns": []},
+        "redact": {"ruleset": ruleset, "rulesets": [ruleset], "patterns": []},
     }
+
+
+def ruleset_of(config: dict[str, Any]) -> str:
+    """The rule set the store's writers redact with now (it decides the ids
+    of what they store)."""
+    return str(config.get("redact", {}).get("ruleset", LEGACY_RULESET))
+
+
+def rulesets_of(config: dict[str, Any]) -> list[str]:
+    """Every rule set whose redaction the store's objects may carry: each
+    writer's, and what syncs brought from other stores, oldest first."""
+    section = config.get("redact", {})
+    return list(section.get("rulesets", [section.get("ruleset", LEGACY_RULESET)]))
+
+
+def patterns_of(config: dict[str, Any]) -> list[str]:
+    """The store's extra redaction patterns, sorted, each once."""
+    return sorted(set(config.get("redact", {}).get("patterns", [])))
 
 
 def write_config(root: Path, config: dict[str, Any]) -> None:
@@ -80,4 +106,12 @@ def read_config(root: Path) -> dict[str, Any]:
     patterns = config.get("redact", {}).get("patterns", [])
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
         raise BadInput(f"{path}: [redact] patterns must be a list of strings")
+    redact = config.get("redact", {})
+    rulesets = redact.get("rulesets", [])
+    if not isinstance(redact.get("ruleset", LEGACY_RULESET), str) or not (
+        isinstance(rulesets, list) and all(isinstance(r, str) for r in rulesets)
+    ):
+        raise BadInput(
+            f"{path}: [redact] ruleset must be a rule-set id and rulesets a list of them"
+        )
     return config

@@ -136,6 +136,9 @@ class TurnEntry:
     object: str
     asked_at: str
     subagent: str | None = None
+    #: the turn's own project (its working directory's), which may differ from
+    #: the session's: what ``hs log --project`` and the summary match
+    project: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -145,6 +148,8 @@ class TurnEntry:
         }
         if self.subagent:
             d["subagent"] = self.subagent
+        if self.project is not None:
+            d["project"] = self.project
         return d
 
 
@@ -207,14 +212,20 @@ class SessionRev(Object):
                 full=d["full"],
                 count=d["count"],
                 turns=[
-                    TurnEntry(t["turn_id"], t["object"], t["asked_at"], t.get("subagent"))
+                    TurnEntry(
+                        t["turn_id"],
+                        t["object"],
+                        t["asked_at"],
+                        t.get("subagent"),
+                        t.get("project"),
+                    )
                     for t in d["turns"]
                 ],
             )
         except (KeyError, TypeError, AttributeError) as e:
             raise ValueError(f"not a session revision (missing or bad {e})") from None
         texts = [rev.session_id, rev.project, rev.agent] + [
-            v for t in rev.turns for v in (t.turn_id, t.object, t.asked_at)
+            v for t in rev.turns for v in (t.turn_id, t.object, t.asked_at, t.project or "")
         ]
         if not all(isinstance(v, str) for v in texts):
             raise ValueError("not a session revision (a field is not a string)")

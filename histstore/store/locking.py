@@ -7,9 +7,11 @@ lock the kernel says is held. (Replacing the file once let a newcomer lock a
 fresh inode while a live holder still held the old one: two writers inside.)
 
 The holder also writes ``<store>/lock.owner`` (one JSON object: ``pid``,
-``host``, ``time``) once it holds the lock, and deletes it before it lets go.
-It only names the holder, for messages and for shares whose locks do not work
-across machines:
+``host``, ``since`` — when it took the lock — and ``time`` — when it last
+said it is alive) once it holds the lock, rewrites it every ``REFRESH``
+seconds while it holds it (a thread: a long import, gc or sync keeps its
+record fresh), and deletes it before it lets go. It only names the holder, for
+messages and for shares whose locks do not work across machines:
 
 * lock taken, no record (or our own): the normal case;
 * lock taken, a record of this host: its writer exited without clearing it (a
@@ -18,7 +20,11 @@ across machines:
   over and say so (``notify``);
 * lock taken, a record of another host: on a share the ``flock`` may not
   exclude another machine, so its writer may be inside: wait until the record
-  goes away, up to the timeout, then :class:`Locked`;
+  goes away, up to the timeout, then :class:`Locked`. Such a record is never
+  taken over silently: once it has not been refreshed for ``STALE`` seconds
+  its writer is probably gone, and ``--break-lock`` (``break_lock``) takes
+  over, saying whose lock it broke; a record refreshed more recently is never
+  broken (its writer is alive);
 * lock not taken within the timeout: :class:`Locked`, naming the owner the
   record gives. A share that keeps a dead process's lock is the share's to
   release (its own tools, or removing ``lock`` once no hs runs anywhere).
@@ -33,9 +39,11 @@ import json
 import os
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +52,30 @@ from histstore.store.clock import now_rfc3339
 
 OWNER_NAME = "lock.owner"
 POLL = 0.05
+#: seconds between two refreshes of the owner record while the lock is held
+REFRESH = 30.0
+#: a record of another host not refreshed for this long is stale (10 minutes)
+STALE = 600.0
 
 
 @dataclass(frozen=True)
 class Owner:
     pid: int
     host: str
-    time: str
+    time: str  # when it last refreshed the record
+    since: str | None = None  # when it took the lock
+
+    def age(self) -> float | None:
+        """Seconds since it last refreshed its record (None: unreadable time)."""
+        try:
+            t = datetime.fromisoformat(self.time.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return max(0.0, (datetime.now(UTC) - t).total_seconds())
+
+    def stale(self) -> bool:
+        age = self.age()
+        return age is None or age >= STALE
 
     def here(self) -> bool:
         return self.host == socket.gethostname()
@@ -73,24 +98,53 @@ class Owner:
         return True
 
     def describe(self) -> str:
-        return f"process {self.pid} on {self.host} (since {self.time})"
+        age = self.age()
+        seen = f", last seen {int(age)} s ago" if age is not None else ""
+        return f"process {self.pid} on {self.host} (since {self.since or self.time}{seen})"
 
 
 def read_owner(root: Path) -> Owner | None:
     try:
         d: Any = json.loads((root / OWNER_NAME).read_bytes())
-        return Owner(int(d["pid"]), str(d["host"]), str(d["time"]))
+        since = d.get("since")
+        return Owner(int(d["pid"]), str(d["host"]), str(d["time"]), str(since) if since else None)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except (ValueError, KeyError, TypeError):
         return None  # a torn or foreign record tells nothing: ignore it
 
 
-def write_owner(root: Path) -> None:
-    rec = {"pid": os.getpid(), "host": socket.gethostname(), "time": now_rfc3339()}
-    tmp = root / f".{OWNER_NAME}.{os.getpid()}.tmp"
+def write_owner(root: Path, since: str | None = None) -> str:
+    """Write (or refresh) our record; returns when we took the lock."""
+    now = now_rfc3339()
+    rec = {"pid": os.getpid(), "host": socket.gethostname(), "since": since or now, "time": now}
+    tmp = root / f".{OWNER_NAME}.{os.getpid()}.{threading.get_ident()}.tmp"
     tmp.write_bytes(json.dumps(rec).encode() + b"\n")
     os.replace(tmp, root / OWNER_NAME)
+    return str(rec["since"])
+
+
+class Refresher:
+    """Rewrites our owner record every ``REFRESH`` seconds while the lock is
+    held, so another host can tell a long operation from a dead one."""
+
+    def __init__(self, root: Path, since: str) -> None:
+        self.root, self.since = root, since
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="hs-lock-refresh", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(REFRESH):
+            owner = read_owner(self.root)
+            if owner is not None and not owner.is_me():
+                return  # broken by --break-lock elsewhere: never write over it
+            with contextlib.suppress(OSError):
+                write_owner(self.root, self.since)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def clear_owner(root: Path) -> None:
@@ -114,15 +168,29 @@ def _locked(root: Path, owner: Owner | None) -> Locked:
             + (f" ({owner.describe()})" if owner else ""),
             hint="wait for the other hs command to finish, then try again",
         )
+    if owner.stale():
+        return Locked(
+            f"the store at {root} is locked by {owner.describe()}, which has not "
+            f"said it is alive for over {int(STALE // 60)} minutes",
+            hint=f"if no hs runs on {owner.host} any more, run again with --break-lock",
+        )
     return Locked(
-        f"the store at {root} is locked by {owner.describe()}",
-        hint=f"if no hs runs on {owner.host} any more, delete {root / OWNER_NAME}",
+        f"the store at {root} is locked by {owner.describe()}, which is running",
+        hint="wait for it to finish, then try again",
     )
 
 
-def acquire(lock: Any, root: Path, timeout: float, notify: Callable[[str], None] | None) -> None:
+def acquire(
+    lock: Any,
+    root: Path,
+    timeout: float,
+    notify: Callable[[str], None] | None,
+    *,
+    break_lock: bool = False,
+) -> None:
     """Take ``lock`` (a filelock.FileLock on ``root/lock``) for the outermost use,
-    or raise :class:`Locked`. Never replaces the lock file."""
+    or raise :class:`Locked`. Never replaces the lock file. ``break_lock``
+    takes over a stale record of another host (and says so)."""
     import filelock
 
     began = time.monotonic()
@@ -138,6 +206,10 @@ def acquire(lock: Any, root: Path, timeout: float, notify: Callable[[str], None]
             return
         # a writer on another host our flock did not see (a share without
         # working locks): wait for it to clear its record
+        if break_lock and owner.stale():
+            if notify is not None:
+                notify(f"broke the lock of {root}: {owner.describe()} held it (--break-lock)")
+            return
         if time.monotonic() - began >= timeout:
             lock.release()
             raise _locked(root, owner)

@@ -172,9 +172,10 @@ class DiskObjectStore(ObjectStore):
     found through the multi-pack index first (when ``hs gc`` wrote one), then
     the packs it does not cover, then the loose objects."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, legacy_packs: bool = False) -> None:
         self.root = root
         self.pack_dir = root / "pack"
+        self.legacy_packs = legacy_packs  # read format-1 packs too (hs upgrade)
         self.codec = Codec()
         self._packs: dict[str, Pack] = {}  # pack-<name> -> its pack
         self.bad_packs: dict[str, str] = {}  # index file name -> what is wrong with it
@@ -198,10 +199,16 @@ class DiskObjectStore(ObjectStore):
         if not self.pack_dir.is_dir():
             return False
         added = self._scan_midx()
-        for idx in sorted(self.pack_dir.glob("pack-*.idx")):
+        present = sorted(self.pack_dir.glob("pack-*.idx"))
+        names = {idx.stem for idx in present}
+        for gone in [n for n in self._packs if n not in names]:
+            # removed by gc once its objects were in another pack, which this
+            # scan finds; a read already under way keeps its open file
+            self._packs.pop(gone).close()
+        for idx in present:
             if idx.stem not in self._packs and idx.name not in self.bad_packs:
                 try:
-                    self._packs[idx.stem] = Pack(idx)
+                    self._packs[idx.stem] = Pack(idx, legacy=self.legacy_packs)
                     added = True
                 except CorruptObject as e:
                     # unreadable: its objects read as missing, and fsck reports it
@@ -300,10 +307,40 @@ class DiskObjectStore(ObjectStore):
 
     def put(self, kind: str, payload: bytes) -> str:
         object_id, frame = self.codec.encode(kind, payload)
-        if not self.has(object_id):
+        if not self.freshen(object_id):
             path = self._loose_path(object_id)
             atomic_write(path, frame)
         return object_id
+
+    def freshen(self, object_id: str, done: set[str] | None = None) -> bool:
+        """Whether the store has the object; if so, its file (loose, or the pack
+        holding it) is touched, so ``hs gc`` counts it as just written and keeps
+        it through its grace period: a writer that reuses an object nothing
+        reached yet (and will name it once its operation commits) must never
+        find it pruned meanwhile (git's "freshen"). ``done`` names files this
+        writer already touched, to touch each once."""
+        raw = bytes.fromhex(check_id(object_id))
+        for _ in range(2):
+            hit = self._locate(raw)
+            path = hit[0].pack_path if hit is not None else self._loose_path(object_id)
+            key = str(path)
+            if done is not None and key in done:
+                return True
+            try:
+                os.utime(path)
+            except FileNotFoundError:
+                if hit is not None:  # its pack went (gc): look again
+                    self._scan_packs()
+                    continue
+                if self._scan_packs():
+                    continue
+                return False
+            except PermissionError:  # a read-only store: nothing to protect
+                pass
+            if done is not None:
+                done.add(key)
+            return True
+        return False
 
     def batch(self) -> Batch:
         return _PackBatch(self)
@@ -320,6 +357,15 @@ class DiskObjectStore(ObjectStore):
                     seen.add(i)
                     yield i
         yield from (i for i in self.iter_loose() if i not in seen)
+
+    def count_fast(self) -> int:
+        """About how many objects there are, from the index counts (an object
+        stored twice, in a pack and loose, counts twice): constant time in
+        the packs' sizes, unlike :meth:`count`."""
+        self._scan_packs()
+        n: int = self._midx.n if self._midx is not None else 0
+        n += sum(int(p.n) for p in self._uncovered())
+        return n + sum(1 for _ in self.iter_loose())
 
     def iter_loose(self) -> Iterator[str]:
         if not self.root.is_dir():
@@ -373,6 +419,7 @@ class _PackBatch(Batch):
         self._offset = 0
         self._done = False
         self._loose: set[str] | None = None
+        self._fresh: set[str] = set()  # files this batch touched (freshen)
 
     def _open(self) -> None:
         self.store.pack_dir.mkdir(parents=True, exist_ok=True)
@@ -396,11 +443,13 @@ class _PackBatch(Batch):
         with a stat per object; a long one lists loose objects once instead. A
         miss only ever costs a duplicate."""
         if len(self.seen) < self.LOOSE_MAX:
-            return self.store.has(object_id)
+            return self.store.freshen(object_id, self._fresh)
         if self._loose is None:
             self.store._scan_packs()
             self._loose = set(self.store.iter_loose())
-        return object_id in self._loose or self.store._locate(raw) is not None
+        if object_id not in self._loose and self.store._locate(raw) is None:
+            return False
+        return self.store.freshen(object_id, self._fresh)
 
     def put(self, kind: str, payload: bytes) -> str:
         if self._done:

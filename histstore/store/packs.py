@@ -33,6 +33,8 @@ from histstore.store.codec import verify
 
 #: format 2: a dictionary (maybe empty) after the magic
 PACK_MAGIC = b"HSPACK\x00\x02"
+#: format 1's packs: frames right after the magic
+PACK_MAGIC_1 = b"HSPACK\x00\x01"
 IDX_MAGIC = b"HSIDX\x00\x00\x01"
 MIDX_MAGIC = b"HSMIDX\x00\x01"
 MIDX_NAME = "multi-pack-index"
@@ -91,7 +93,8 @@ class _IdxIds:
 class Pack:
     """One pack file and its index, memory-mapped."""
 
-    def __init__(self, idx_path: Path) -> None:
+    def __init__(self, idx_path: Path, *, legacy: bool = False) -> None:
+        """``legacy`` also reads a format-1 pack (``hs upgrade`` does)."""
         self.idx_path = idx_path
         self.pack_path = idx_path.with_suffix(".pack")
         with open(idx_path, "rb") as f:
@@ -112,7 +115,7 @@ class Pack:
             except FileNotFoundError:
                 raise CorruptObject(idx_path.name, "its pack file is missing") from None
             try:
-                self.dictionary = read_header(self._fd, self.pack_path.name)
+                self.dictionary = read_header(self._fd, self.pack_path.name, legacy=legacy)
             except BaseException:
                 os.close(self._fd)
                 raise
@@ -181,11 +184,14 @@ class Pack:
         return bytes(blake3.blake3(body).digest()) == self._idx[len(self._idx) - 32 :]
 
 
-def read_header(fd: int, name: str, *, close: bool = False) -> bytes:
+def read_header(fd: int, name: str, *, close: bool = False, legacy: bool = False) -> bytes:
     """A pack's dictionary (b"" for none), read from its header (and ``fd``
-    closed after, when ``close``)."""
+    closed after, when ``close``). ``legacy`` accepts a format-1 pack (its
+    frames follow the magic; no dictionary)."""
     try:
         head = os.pread(fd, len(PACK_MAGIC) + _U32.size, 0)
+        if legacy and head[: len(PACK_MAGIC_1)] == PACK_MAGIC_1:
+            return b""
         if head[: len(PACK_MAGIC)] != PACK_MAGIC or len(head) < len(PACK_MAGIC) + _U32.size:
             raise CorruptObject(name, "not a pack of this format")
         (n,) = _U32.unpack_from(head, len(PACK_MAGIC))

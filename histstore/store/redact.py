@@ -1,178 +1,67 @@
 """Secret redaction: applied to everything before it is hashed or indexed.
 
 A :class:`Redactor` replaces each secret it recognizes with ``[REDACTED:<kind>]``.
-It runs on two kinds of text and is safe for both:
+The rules (:mod:`histstore.store.ruleset`: gitleaks' default rules, kept as data
+in ``rules/gitleaks.json``, and histstore's own, :mod:`histstore.store.secret_rules`)
+are RE2 regular expressions, matched in linear time over UTF-8 bytes. The
+redactor runs on two kinds of text and is safe for both:
 
-* raw JSON lines exactly as an agent wrote them. A built-in pattern never matches
-  across a ``"`` and never starts or ends inside a backslash escape (``\\n``,
-  ``\\"``, ``\\uXXXX``), so a redacted JSON line is still valid JSON with the
-  same structure. A match of a user pattern in a JSON text is cut to the parts of
-  it inside JSON strings (whole escapes), so user patterns cannot break it either;
-* plain decoded strings.
+* JSON text (a line of an agent's session file, a turn, a JSON object): it is
+  parsed, and the rules run over its strings *decoded*, so escapes such as
+  ``\\n``, ``\\"`` or ``\\u0041`` hide nothing: over the text itself with its
+  one-character escapes decoded (in C) when it has no others, else over its
+  keys and string values laid out as ``"key": "value"`` lines, where a string
+  that is itself a JSON document with escapes of its own (a tool call's
+  arguments) is redacted the same way, as a document of its own. Only the
+  strings that hold a secret are written again (as JSON strings, UTF-8);
+  every other byte of the text is kept, so a redacted JSON text is still
+  valid JSON with the same structure;
+* any other text, as it is.
 
-Kinds (the ``<kind>`` in the marker):
-
-====================  =====================================================
-``openai-key``        ``sk-...`` / ``sk-proj-...`` (20+ key chars, at least
-                      one uppercase letter or digit so ``sk-learn-...`` prose
-                      is left alone)
-``anthropic-key``     ``sk-ant-...``
-``github-token``      ``ghp_ gho_ ghu_ ghs_ ghr_`` + 36, ``github_pat_...``
-``gitlab-token``      ``glpat-...``
-``huggingface-token`` ``hf_`` + 30+ letters/digits
-``aws-access-key-id`` ``AKIA`` / ``ASIA`` + 16 uppercase letters/digits
-``aws-secret-key``    the value after an ``aws_secret_access_key`` /
-                      ``SecretAccessKey`` label (the label is kept)
-``slack-token``       ``xoxb- xoxp- xoxa- xoxr- xoxs-``
-``slack-webhook``     ``https://hooks.slack.com/services/...``
-``google-api-key``    ``AIza`` + 35
-``stripe-key``        ``sk_live_ rk_live_``
-``private-key``       a ``-----BEGIN ... PRIVATE KEY-----`` block through its
-                      ``-----END ... PRIVATE KEY-----`` line (real newlines or
-                      JSON ``\\n`` escapes); a block cut short is redacted
-                      from its header to the end of its base64 body
-``url-password``      the password of ``scheme://user:password@host``
-                      (scheme, user and host are kept)
-``jwt``               ``eyJ...``.``eyJ...``.``signature``
-``bearer-token``      the token after ``Bearer`` (20+ chars)
-``basic-auth``        the credentials after ``Authorization: Basic``
-``custom``            a match of an extra pattern from config.toml
-                      ``[redact] patterns`` (only its ``secret`` group when
-                      the pattern has one)
-====================  =====================================================
+Kinds (the ``<kind>`` in the marker) are listed in :data:`KINDS`: histstore's
+own (``openai-key``, ``github-token``, ``private-key``, ``url-password``,
+``password``, ``secret``, ...), then each gitleaks rule's id
+(``npm-access-token``, ``sendgrid-api-token``, ...), then ``custom``: a match
+of an extra pattern from config.toml ``[redact] patterns`` (only its
+``secret`` group when the pattern has one). Extra patterns are Python ``re``
+expressions, run over the text as written; a match in JSON text is cut to the
+parts of it inside JSON strings (whole escapes), so they cannot break it either.
 """
 
 from __future__ import annotations
 
 import bisect
-import functools
+import codecs
 import json
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from itertools import accumulate
+from typing import Any
 
 from histstore.errors import BadInput
+from histstore.store import ruleset
+from histstore.store.ruleset import RULESET_VERSION, Finding, ruleset_id
 
-__all__ = ["DEFAULT", "KINDS", "Redactor", "marker"]
+__all__ = [
+    "DEFAULT",
+    "KINDS",
+    "RULESET_VERSION",
+    "Redactor",
+    "marker",
+    "redact_json_line",
+    "redact_strings",
+    "ruleset_id",
+]
 
-# Each pattern is a list of literal prefixes and the rest of the pattern. Every
-# branch of the combined regex starts with a plain literal, so the regex engine
-# skips positions that cannot start a match (a lookbehind or a case-insensitive
-# group first would make it try every branch at every position: ~1 MB/s).
-#
-# A "bounded" prefix may not follow a letter, digit, "_" or a backslash, except a
-# whole JSON escape (\n \r \t \b \f, \uXXXX, or an escaped backslash): a match never
-# begins inside an escape, and "\nsk-..." (a key after an escaped newline) matches.
-# A group named "v" in the rest marks the only part to replace (the label before
-# it is kept); otherwise the whole match is replaced. Token character classes
-# exclude '"' and '\\', so a match never crosses a JSON string boundary and never
-# ends inside an escape. Order matters only between branches that can match at the
-# same position (the first one wins).
-_E = r"(?![A-Za-z0-9_-])"  # where a fixed-length token must end
+#: every kind a rule reports, plus "custom"
+KINDS: tuple[str, ...] = (*ruleset.kinds(), "custom")
 
-
-class _P(NamedTuple):
-    kind: str
-    prefixes: tuple[str, ...]
-    rest: str
-    bounded: bool = True
-
-
-_PATTERNS: tuple[_P, ...] = (
-    _P(
-        "private-key",
-        ("-----BEGIN",),
-        # the body runs, without backtracking, to the next "-----": an END line
-        # or not (a BEGIN with no END is the pattern below); each header is
-        # then looked at once, so crafted runs of headers cost linear time
-        r"[A-Z0-9 ]{0,40}PRIVATE KEY-----(?:[^\"-]|-(?!----)){0,16384}+"
-        r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY-----",
-        bounded=False,
-    ),
-    # a block cut short (no END line): the header and the base64 body after it
-    _P(
-        "private-key",
-        ("-----BEGIN",),
-        r"[A-Z0-9 ]{0,40}PRIVATE KEY-----(?:[A-Za-z0-9+/=\s]|\\[nrt])*+",
-        bounded=False,
-    ),
-    _P("anthropic-key", ("sk-ant-",), r"[A-Za-z0-9_-]{20,}"),
-    _P("openai-key", ("sk-",), r"(?=[A-Za-z0-9_-]{0,255}[A-Z0-9])[A-Za-z0-9_-]{20,}"),
-    _P("stripe-key", ("sk_live_", "rk_live_"), r"[A-Za-z0-9]{16,}"),
-    _P("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"[A-Za-z0-9]{36,}"),
-    _P("github-token", ("github_pat_",), r"[A-Za-z0-9_]{22,}"),
-    _P("gitlab-token", ("glpat-",), r"[A-Za-z0-9_-]{20,}"),
-    _P("huggingface-token", ("hf_",), r"[A-Za-z0-9]{30,}" + _E),
-    _P("aws-access-key-id", ("AKIA", "ASIA"), r"[A-Z0-9]{16}" + _E),
-    _P(
-        # the label (aws_secret_access_key, SecretAccessKey, ...) is kept
-        "aws-secret-key",
-        ("ecret", "ECRET"),
-        r"(?i:[_-]?access[_-]?key)(?:\\*[\"'])?[ \t]*(?:=>|[:=])[ \t]*(?:\\*[\"'])?"
-        r"(?P<v>[A-Za-z0-9/+=]{20,})",
-        bounded=False,
-    ),
-    _P("slack-token", ("xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-"), r"[A-Za-z0-9-]{10,}"),
-    _P(
-        "slack-webhook",
-        ("https://hooks.slack.com/", r"https:\/\/hooks.slack.com\/"),
-        r"(?:services|workflows|triggers)(?:\\?/[A-Za-z0-9_-]+)+",
-    ),
-    _P("google-api-key", ("AIza",), r"[A-Za-z0-9_-]{35}" + _E),
-    _P("jwt", ("eyJ",), r"[A-Za-z0-9_-]{5,1024}\.eyJ[A-Za-z0-9_-]{5,8192}\.[A-Za-z0-9_-]*"),
-    _P(
-        # ':' of "scheme://" (after a letter or digit), the user (kept), ':', the
-        # password, '@', the host. The password runs to the last '@' before
-        # whitespace, '/', '"' or '\\'.
-        "url-password",
-        (":",),
-        r"(?<=[A-Za-z0-9]:)(?:\\?/){2}[^\s:/?#@\"\\]{0,256}:(?P<v>[^\s/\"\\]{1,256})"
-        r"@(?=[A-Za-z0-9\[])",
-        bounded=False,
-    ),
-    _P("bearer-token", ("Bearer", "bearer"), r"[ \t]+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"),
-    _P(
-        "basic-auth",
-        ("uthorization",),
-        r"(?:\\*[\"'])?[ \t]*[:=][ \t]*(?:\\*[\"'])?[ \t]*(?i:basic)[ \t]+"
-        r"(?P<v>[A-Za-z0-9+/]{8,}={0,2})",
-        bounded=False,
-    ),
-)
-
-#: every kind a built-in pattern reports, plus "custom"
-KINDS: tuple[str, ...] = (*dict.fromkeys(p.kind for p in _PATTERNS), "custom")
-
-# Cheap pre-check. A pattern can match only if one of its prefixes occurs in the
-# text; these searches (literal-prefixed regexes, ~1-2 GB/s each) find which
-# patterns may, and only the alternation of those runs (the alternation of all of
-# them runs at ~45 MB/s). Every prefix of a pattern must be found by a pre-check
-# of that pattern (tests/test_redact.py checks it).
-_PRECHECKS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (r"sk-", ("anthropic-key", "openai-key")),
-    (r"k_live_", ("stripe-key",)),
-    (r"gh[pousr]_", ("github-token",)),
-    (r"github_pat_", ("github-token",)),
-    (r"A(?:KIA|SIA|Iza)", ("aws-access-key-id", "google-api-key")),
-    (r"eyJ", ("jwt",)),
-    (r"ecret", ("aws-secret-key",)),
-    (r"ECRET", ("aws-secret-key",)),
-    (r"earer", ("bearer-token",)),
-    (r"PRIVATE KEY", ("private-key",)),
-    (r"xox", ("slack-token",)),
-    (r"hooks\.slack\.com", ("slack-webhook",)),
-    (r"uthorization", ("basic-auth",)),
-    (r"glpat-", ("gitlab-token",)),
-    (r"hf_", ("huggingface-token",)),
-)
-_TRIGGERS: tuple[tuple[Callable[[str], object], frozenset[int]], ...] = tuple(
-    (
-        re.compile(needle).search,
-        frozenset(i for i, p in enumerate(_PATTERNS) if p.kind in kinds),
-    )
-    for needle, kinds in _PRECHECKS
-)
-_URL_PASSWORD = next(i for i, p in enumerate(_PATTERNS) if p.kind == "url-password")
+# A string of a JSON text that is itself JSON text is redacted as a document of
+# its own, to this depth (each level doubles the escaping, so real data nests
+# two or three deep; past that its strings are still scanned, escaped).
+_MAX_DEPTH = 4
+_JSON_START = re.compile(r"[ \t\r\n]*[\[{\"]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def marker(kind: str) -> str:
@@ -180,87 +69,287 @@ def marker(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
-def _bound(prefix: str) -> str:
-    """Lookbehinds, placed after ``prefix``, for where a bounded token may start.
-
-    A backslash right before the token is refused only where it could make a
-    JSON escape with the token's first letter (``\\rk_live_`` is CR + text); a
-    token starting with any other letter may follow one (a Windows path
-    ``C:\\ghp_…`` in plain text, where no escape can be)."""
-    lit = re.escape(prefix)
-    after_backslash = "" if prefix[:1] in "bfnrtu" else rf"|(?<=\\{lit})"
-    return (
-        rf"(?:(?<![\\A-Za-z0-9_]{lit})|(?<=\\[nrtbf]{lit})"
-        rf"|(?<=\\u[0-9A-Fa-f]{{4}}{lit})|(?<=[^\\]\\\\{lit}){after_backslash})"
-    )
+def _encode(text: str) -> bytes:
+    """``text`` as UTF-8 for the rules: a lone surrogate (an output cut
+    mid-character) is scanned as U+FFFD, which is as long in UTF-8, so byte
+    offsets stay those of ``text.encode("utf-8", "surrogatepass")``."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text).encode("utf-8")
 
 
-def _branches(i: int) -> list[str]:
-    """The regex branches of pattern ``i``, one per prefix, each naming itself.
-
-    An empty group right after the prefix names the branch; a "v" group (renamed)
-    closes after it, so ``Match.lastgroup`` is the "v" group when there is one.
-    """
-    p = _PATTERNS[i]
-    out = []
-    for j, prefix in enumerate(p.prefixes):
-        rest = p.rest.replace("(?P<v>", f"(?P<v{i}_{j}>")
-        bound = _bound(prefix) if p.bounded else ""
-        out.append(f"{re.escape(prefix)}{bound}(?P<k{i}_{j}>){rest}")
+def _char_offsets(data: bytes, text: str, offsets: list[int]) -> dict[int, int]:
+    """Byte offsets in ``data`` (``text`` encoded) -> character offsets in ``text``."""
+    if len(data) == len(text):
+        return {o: o for o in offsets}
+    out: dict[int, int] = {}
+    prev = chars = 0
+    for o in sorted(set(offsets)):
+        chars += len(data[prev:o].decode("utf-8"))
+        out[o] = chars
+        prev = o
     return out
 
 
-def _groups() -> dict[str, tuple[str, str | None]]:
-    """Branch group name -> (marker, the group to replace, or None for the whole match)."""
-    groups: dict[str, tuple[str, str | None]] = {}
-    for i, p in enumerate(_PATTERNS):
-        for j in range(len(p.prefixes)):
-            groups[f"k{i}_{j}"] = (marker(p.kind), None)
-            if "(?P<v>" in p.rest:
-                groups[f"v{i}_{j}"] = (marker(p.kind), f"v{i}_{j}")
-    return groups
+def _replace(text: str, spans: list[tuple[int, int, str]]) -> str:
+    """``text`` with each (start, end, kind) span replaced by its marker (sorted,
+    not overlapping)."""
+    parts: list[str] = []
+    pos = 0
+    for s, e, kind in spans:
+        parts.append(text[pos:s])
+        parts.append(marker(kind))
+        pos = e
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
-_GROUPS = _groups()
+def _redact_plain(text: str) -> str:
+    data = _encode(text)
+    found = ruleset.scan(data)
+    if not found:
+        return text
+    where = _char_offsets(data, text, [o for f in found for o in (f.start, f.end)])
+    return _replace(text, [(where[f.start], where[f.end], f.kind) for f in found])
 
 
-@functools.lru_cache(maxsize=512)
-def _regex(selected: tuple[int, ...]) -> re.Pattern[str]:
-    """The alternation of the patterns ``selected`` (indices into _PATTERNS, in order)."""
-    return re.compile("|".join(b for i in selected for b in _branches(i)))
+def _strings(obj: Any) -> tuple[list[str], list[bool]]:
+    """Every string of a JSON value in document order (keys and values), and
+    for each whether it is a key whose value is a string."""
+    strings: list[str] = []
+    pairs: list[bool] = []
+    add, pair = strings.append, pairs.append
+    # iterative: a document nested as deep as the JSON parser allows must not
+    # overflow the stack here
+    stack: list[tuple[bool, Any]] = [(False, iter((obj,)))]
+    while stack:
+        is_dict, items = stack[-1]
+        for item in items:
+            if is_dict:
+                k, v = item
+                add(k)
+                if type(v) is str:
+                    pair(True)
+                    add(v)
+                    pair(False)
+                    continue
+                pair(False)
+            else:
+                v = item
+                if type(v) is str:
+                    add(v)
+                    pair(False)
+                    continue
+            if type(v) is dict:
+                stack.append((True, iter(v.items())))
+                break
+            if type(v) is list:
+                stack.append((False, iter(v)))
+                break
+        else:
+            stack.pop()
+    return strings, pairs
 
 
-def _candidates(text: str) -> tuple[int, ...]:
-    """Indices of the patterns that may match ``text``, in order."""
-    hits: set[int] = set()
-    for search, indices in _TRIGGERS:
-        if search(text):
-            hits |= indices
-    # url-password: "://" (or JSON-escaped ":\/\/") and an '@'
-    if "@" in text and (":/" in text or ":\\/" in text):
-        hits.add(_URL_PASSWORD)
-    return tuple(sorted(hits))
+class _View:
+    """The decoded strings of a JSON value, laid out as one text for the rules:
+    ``"key": "value"`` for a key with a string value, ``"string"`` otherwise, one
+    a line. A string that is a JSON document of its own is redacted as one and
+    left out of the view (``replaced``)."""
 
+    def __init__(self, obj: Any, depth: int) -> None:
+        self.strings, pairs = _strings(obj)
+        self.replaced: dict[int, str] = {}  # string index -> its redacted form
+        shown = self.strings
+        if depth < _MAX_DEPTH:
+            for i, s in enumerate(self.strings):
+                if s[:1] in "{[" and '"' in s:
+                    inner = _redact_json(s, depth + 1)
+                    if inner is not None:
+                        if shown is self.strings:
+                            shown = list(shown)
+                        shown[i] = ""
+                        if inner[0] != s:
+                            self.replaced[i] = inner[0]
+        pieces = [f'"{s}": ' if p else f'"{s}"\n' for s, p in zip(shown, pairs, strict=True)]
+        self.text = "".join(pieces)
+        # the view offset of each string's first character
+        self.starts = [
+            end - len(piece) + 1
+            for end, piece in zip(accumulate(map(len, pieces)), pieces, strict=True)
+        ]
 
-def _replace_builtin(m: re.Match[str]) -> str:
-    name = m.lastgroup
-    assert name is not None
-    mark, value_group = _GROUPS[name]
-    if value_group is None:
-        return mark
-    start, end = m.span(value_group)
-    whole = m.group(0)
-    base = m.start()
-    return whole[: start - base] + mark + whole[end - base :]
+    def spans(self, found: list[Finding], data: bytes) -> dict[int, list[tuple[int, int, str]]]:
+        """Findings in the view (byte offsets) -> string index -> its spans,
+        each cut to the string (a finding across strings is cut into each)."""
+        where = _char_offsets(data, self.text, [o for f in found for o in (f.start, f.end)])
+        out: dict[int, list[tuple[int, int, str]]] = {}
+        starts = self.starts
+        for f in found:
+            cs, ce = where[f.start], where[f.end]
+            i = max(0, bisect.bisect_right(starts, cs) - 1)
+            while i < len(starts) and starts[i] < ce:
+                st = starts[i]
+                a, b = max(cs, st) - st, min(ce, st + len(self.strings[i])) - st
+                if i not in self.replaced and a < b:
+                    out.setdefault(i, []).append((a, b, f.kind))
+                i += 1
+        return out
 
 
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_STRING_BYTES = re.compile(rb'"(?:[^"\\]|\\.)*"')
+# A key ending in "tokens" whose value is a number, true, false or null
+# ("input_tokens": 9, in every assistant record) names no secret: its keyword
+# does not make rules run. (Found by its literal, at C speed.)
+_TOKEN_COUNTS = re.compile(rb'tokens":(?=[ \t]*(?:-?[0-9]|true|false|null))')
+
+
+def _may_nest(data: bytes) -> bool:
+    """Whether a JSON text may hold a string that is a JSON document with
+    escapes of its own (``\\\\n``, ``\\\\\\"`` as written): a string that starts
+    with "{" or "[" (in valid JSON a closing quote is never followed by one, so
+    '"{' and '"[' can only open such a string, or sit in one escaped), and an
+    escaped backslash. A document with no escapes of its own reads the same in
+    the decoded text."""
+    return (b'"{' in data or b'"[' in data) and b"\\\\" in data
+
+
+# what ``_redact_json`` returns for the value when it did not parse the text
+_UNPARSED: Any = object()
+
+
+def _dumps_string(s: str) -> str:
+    return json.dumps(s, ensure_ascii=_SURROGATE.search(s) is not None)
+
+
+def _redact_json(text: str, depth: int = 0) -> tuple[str, Any] | None:
+    """``text`` redacted as JSON (see the module's docstring) and its parsed
+    value (``_UNPARSED`` when there was no need to parse it); None when it is
+    not JSON."""
+    data = _encode(text)
+    simple = b"\\u" not in data and b"\\/" not in data
+    ranks = ruleset.candidates(_TOKEN_COUNTS.sub(b'":', data)) if simple else ()
+    if simple and not ranks:
+        # no escape can hide a keyword: if the text has none, no rule can
+        # match in its decoded strings either
+        return text, _UNPARSED
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if simple and not (depth < _MAX_DEPTH and _may_nest(data)):
+        return _redact_json_simple(text, data, obj, ranks)
+    return _redact_json_view(text, obj, depth)
+
+
+def _redact_json_simple(
+    text: str, data: bytes, obj: Any, ranks: tuple[int, ...]
+) -> tuple[str, Any]:
+    """JSON text whose only escapes are those of one character (``\\n``,
+    ``\\"``, ...) and with no string that is a JSON document: the rules run
+    over the text itself with its escapes decoded (in C), so they see its keys,
+    values and structure as a person reads them."""
+    view = codecs.escape_decode(data)[0] if b"\\" in data else data
+    # decoding these escapes makes no keyword: none holds a control
+    # character or a quote, and the one with a backslash (":\\/\\/") could
+    # only come from "\\/", which this text does not hold
+    found = ruleset.scan(view, ranks)
+    if not found:
+        return text, obj
+    # where each string's content starts in the view, and its decoded bytes
+    starts: list[int] = []
+    contents: list[bytes] = []
+    saved = 0
+    for m in _JSON_STRING_BYTES.finditer(data):
+        a, b = m.start() + 1, m.end() - 1
+        content = data[a:b]
+        if b"\\" in content:
+            content = codecs.escape_decode(content)[0]
+        starts.append(a - saved)
+        contents.append(content)
+        saved += (b - a) - len(content)
+    by_string: dict[int, list[tuple[int, int, str]]] = {}
+    for f in found:
+        i = max(0, bisect.bisect_right(starts, f.start) - 1)
+        while i < len(starts) and starts[i] < f.end:
+            st = starts[i]
+            lo, hi = max(f.start, st) - st, min(f.end, st + len(contents[i])) - st
+            if lo < hi:
+                by_string.setdefault(i, []).append((lo, hi, f.kind))
+            i += 1
+    if not by_string:
+        return text, obj
+    edits: dict[int, str] = {}
+    for i, spans in by_string.items():
+        content = contents[i]
+        s = content.decode("utf-8", "surrogatepass")
+        where = _char_offsets(content, s, [o for lo, hi, _k in spans for o in (lo, hi)])
+        edits[i] = _replace(s, _merge([(where[lo], where[hi], k) for lo, hi, k in spans]))
+    return _splice(text, edits), _UNPARSED
+
+
+def _merge(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Spans sorted, overlapping ones merged (the first names the kind)."""
+    spans.sort()
+    merged: list[tuple[int, int, str]] = []
+    for s, e, kind in spans:
+        if merged and s < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(e, merged[-1][1]), merged[-1][2])
+        else:
+            merged.append((s, e, kind))
+    return merged
+
+
+def _splice(text: str, edits: dict[int, str]) -> str:
+    """The JSON ``text`` with its ``i``-th string (in document order) replaced by
+    ``edits[i]``, written as a JSON string; every other byte is kept."""
+    tokens = list(_JSON_STRING.finditer(text))
+    parts: list[str] = []
+    pos = 0
+    for i in sorted(edits):
+        m = tokens[i]
+        parts.append(text[pos : m.start()])
+        parts.append(_dumps_string(edits[i]))
+        pos = m.end()
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def _redact_json_view(text: str, obj: Any, depth: int) -> tuple[str, Any] | None:
+    """JSON text with ``\\uXXXX`` or ``\\/`` escapes, or strings that may be JSON
+    documents: the rules run over a view of its decoded strings (``_View``)."""
+    view = _View(obj, depth)
+    data = _encode(view.text)
+    found = ruleset.scan(data)
+    if not found and not view.replaced:
+        return text, obj
+    edits: dict[int, str] = dict(view.replaced)
+    for i, spans in view.spans(found, data).items():
+        edits[i] = _replace(view.strings[i], _merge(spans))
+    if not edits:
+        return text, obj
+    if sum(1 for _ in _JSON_STRING.finditer(text)) != len(view.strings):
+        # duplicate keys (the parsed value kept one): redact the value as parsed
+        again = json.dumps(obj, ensure_ascii=False)
+        return _redact_json(again, depth) if again != text else None
+    return _splice(text, edits), _UNPARSED
+
+
+def _redact_builtin(text: str) -> tuple[str, Any]:
+    """``text`` redacted by the rules, and its value when it was parsed as JSON."""
+    if _JSON_START.match(text):
+        out = _redact_json(text)
+        if out is not None:
+            return out
+    return _redact_plain(text), _UNPARSED
 
 
 def _is_json(text: str) -> bool:
     try:
         json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return True
 
@@ -359,11 +448,17 @@ class Redactor:
 
     def __call__(self, text: str) -> str:
         """``text`` with every secret replaced (``text`` itself when it has none)."""
-        selected = _candidates(text)
-        out = _regex(selected).sub(_replace_builtin, text) if selected else text
+        return self.redact_parsed(text)[0]
+
+    def redact_parsed(self, text: str) -> tuple[str, Any]:
+        """``text`` redacted, and its JSON value when redacting it parsed it and
+        nothing changed it after (else a sentinel that is no JSON value)."""
+        out, value = _redact_builtin(text)
         if self._extras:
-            out = self._redact_extras(out)
-        return out
+            again = self._redact_extras(out)
+            if again != out:
+                out, value = again, _UNPARSED
+        return out, value
 
     def _redact_extras(self, text: str) -> str:
         spans: list[tuple[int, int]] = []
@@ -407,24 +502,33 @@ def redact_strings(redact: Callable[[str], str], obj: Any) -> Any:
 def redact_json_line(redact: Callable[[str], str], text: str) -> tuple[str, Any]:
     """Redact one JSON line as written and parse it: (redacted text, parsed value).
 
-    The text is redacted as it is, so the line keeps its bytes wherever nothing
-    was secret. A secret spelled with ``\\uXXXX`` escapes is invisible to the
-    patterns in that form; a line holding such escapes also has its decoded
-    strings redacted, and when that finds something the line is re-encoded from
-    the redacted value. Raises ``json.JSONDecodeError`` for a line that is not JSON.
+    A :class:`Redactor` redacts JSON text through its decoded strings and keeps
+    the bytes of every string that holds no secret, so a secret spelled with
+    ``\\uXXXX`` escapes is caught. Any other ``redact`` sees only the text as
+    written, so a line holding such escapes also has its decoded strings
+    redacted, and when that finds something the line is re-encoded from the
+    redacted value. A lone surrogate (an output cut mid-character, spelled
+    ``\\udXXX``) has no UTF-8 form, so it cannot be stored: it becomes U+FFFD and
+    the line is re-encoded. Raises ``json.JSONDecodeError`` for a line that is
+    not JSON.
     """
-    text = redact(text)
-    obj = json.loads(text, parse_constant=_refuse_constant)
-    if "\\u" in text:
-        clean = redact_strings(redact, obj)
+    if isinstance(redact, Redactor):
+        text, obj = redact.redact_parsed(text)
+        if obj is _UNPARSED or "NaN" in text or "Infinity" in text:
+            obj = json.loads(text, parse_constant=_refuse_constant)
+    else:
+        text = redact(text)
+        obj = json.loads(text, parse_constant=_refuse_constant)
+    if "\\u" not in text:
+        return text, obj
+    clean = obj if isinstance(redact, Redactor) else redact_strings(redact, obj)
+    if _SURROGATE_ESCAPE.search(text):
         try:
             json.dumps(clean, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:
-            # a lone surrogate (an output cut mid-character): it has no UTF-8
-            # form, so it cannot be stored; it becomes U+FFFD
             clean = redact_strings(_replace_surrogates, clean)
-        if clean != obj:
-            return json.dumps(clean, ensure_ascii=False, separators=(",", ":")), clean
+    if clean is not obj and clean != obj:
+        return json.dumps(clean, ensure_ascii=False, separators=(",", ":")), clean
     return text, obj
 
 
@@ -432,7 +536,8 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value the store keeps")
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# the escape of a surrogate (paired or lone), where a lone one may hide
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def _replace_surrogates(text: str) -> str:

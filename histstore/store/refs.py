@@ -195,6 +195,18 @@ class RefStore:
         self._packed = (key, out)
         return out
 
+    def any_under(self, namespace: str) -> bool:
+        """Whether any ref lives under ``namespace`` (e.g. ``overlay``), loose or
+        packed: a cheap check before reading what they hold."""
+        folder = self.refs_dir / namespace
+        try:
+            if any(os.scandir(folder)):
+                return True
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        prefix = namespace + "/"
+        return any(name.startswith(prefix) for name in self.packed())
+
     def _write_packed(self, updates: dict[str, str | None]) -> None:
         """``packed-refs`` with ``updates`` applied (None deletes), written whole
         through the one write path."""

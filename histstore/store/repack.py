@@ -15,16 +15,26 @@ new pack, or both — never neither.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import zstandard
 
-from histstore.store.codec import header
+from histstore.errors import CorruptObject
+from histstore.store.codec import Codec, header
 from histstore.store.fsutil import atomic_write, fsync, fsync_dir
 from histstore.store.objectstore import DiskObjectStore
-from histstore.store.packs import MIDX_NAME, Pack, index_bytes, midx_bytes, pack_header
+from histstore.store.packs import (
+    MIDX_NAME,
+    Pack,
+    decompressor,
+    index_bytes,
+    midx_bytes,
+    pack_header,
+    read_header,
+)
 
 #: a pack's dictionary: about what zstd's trainer suggests for small records
 DICT_SIZE = 110 * 1024
@@ -129,7 +139,8 @@ def write_midx(objects: DiskObjectStore, packs: list[Pack]) -> None:
 
 def remove_pack(pack: Pack) -> int:
     """A pack and its index (the index first, so no reader finds a pack that
-    is going); the bytes freed."""
+    is going); the bytes freed. Readers (this process's too) drop it at their
+    next scan."""
     freed = 0
     for path in (pack.idx_path, pack.pack_path):
         try:
@@ -160,3 +171,49 @@ def remove_loose(objects: DiskObjectStore, ids: Iterable[str]) -> int:
     if dirs:
         fsync_dir(objects.root)
     return freed
+
+
+def copy_all(
+    src: DiskObjectStore,
+    dst: DiskObjectStore,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[int, int]:
+    """Every object of ``src`` into an empty ``dst`` as files, not object by
+    object (a first push): each pack copied whole (the kernel's copy), then
+    every object in the copy read back, decompressed and re-hashed once
+    before its index is put beside it (so a pack is visible only once all of
+    it verified); each loose object verified and written. Returns (objects,
+    bytes)."""
+    codec = Codec()
+    objects = size = 0
+    dst.pack_dir.mkdir(parents=True, exist_ok=True)
+    for pack in src.packs():
+        target = dst.pack_dir / pack.pack_path.name
+        shutil.copyfile(pack.pack_path, target)
+        fd = os.open(target, os.O_RDONLY)
+        try:
+            d = decompressor(read_header(fd, target.name))
+            for raw, off, length in pack.entries():
+                frame = os.pread(fd, length, off)
+                codec.decode(raw.hex(), frame, d)  # CorruptObject when it is not
+                objects += 1
+                if progress is not None and objects % 1000 == 0:
+                    progress(1000)
+            fsync(fd)
+        finally:
+            os.close(fd)
+        if not pack.verify_index():
+            target.unlink()
+            raise CorruptObject(pack.idx_path.name, "pack index checksum mismatch")
+        atomic_write(target.with_suffix(".idx"), pack.idx_path.read_bytes())
+        size += target.stat().st_size
+    for object_id in src.iter_loose():
+        path = src._loose_path(object_id)
+        frame = path.read_bytes()
+        codec.decode(object_id, frame)
+        atomic_write(dst._loose_path(object_id), frame, sync_dir=False)
+        objects += 1
+        size += len(frame)
+    fsync_dir(dst.root)
+    dst._scan_packs()
+    return objects, size

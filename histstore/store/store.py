@@ -20,8 +20,17 @@ from typing import TYPE_CHECKING, Any
 
 from histstore.errors import BadInput, CorruptObject, CorruptStore, NotFound
 from histstore.store.codec import decode_json, is_object_id
-from histstore.store.config import FORMAT_VERSION, new_config, read_config, write_config
+from histstore.store.config import (
+    FORMAT_VERSION,
+    new_config,
+    read_config,
+    ruleset_of,
+    rulesets_of,
+    write_config,
+)
+from histstore.store.fsutil import atomic_write
 from histstore.store.kinds import Marker, Session, SessionRev, materialize, parse
+from histstore.store.upgrading import committed, finish
 from histstore.store.views import write_views
 
 if TYPE_CHECKING:
@@ -45,6 +54,27 @@ def lock_timeout() -> float:
     return value
 
 
+def _finish_upgrade(root: Path) -> None:
+    """Move a committed ``hs upgrade`` into place before anything reads the
+    store (histstore.store.upgrading), under the writers' lock."""
+    import filelock
+
+    from histstore.store.locking import acquire, clear_owner, write_owner
+
+    lock = filelock.FileLock(str(root / "lock"))
+    acquire(lock, root, lock_timeout(), None)
+    try:
+        write_owner(root)
+        finish(root)
+    finally:
+        clear_owner(root)
+        lock.release()
+
+
+#: the file holding gc's horizon (Store.gc_horizon)
+GC_HORIZON = "gc-horizon"
+
+
 class Store:
     #: how many sessions load_session keeps
     SESSION_CACHE = 256
@@ -62,6 +92,8 @@ class Store:
         #: told what a person should know that is no error (a lock taken over
         #: from a dead process); the CLI prints it on stderr
         self.notify: Callable[[str], None] | None = None
+        #: take over a stale lock record of another host (``--break-lock``)
+        self.break_lock = False
 
     # The parts are made on first use: a command imports and opens only what it
     # touches (hs recall needs neither the object store nor the redactor).
@@ -118,6 +150,8 @@ class Store:
     @classmethod
     def open(cls, root: Path) -> Store:
         root = Path(root)
+        if committed(root):
+            _finish_upgrade(root)
         return cls(root, read_config(root))
 
     def close(self) -> None:
@@ -143,17 +177,20 @@ class Store:
         but not applied, so what it reads under the lock is the latest state."""
         import filelock  # writers only: readers never lock, and start-up stays lean
 
-        from histstore.store.locking import acquire, clear_owner, write_owner
+        from histstore.store.locking import Refresher, acquire, clear_owner, write_owner
 
         if self._lock is None:
             self._lock = filelock.FileLock(str(self.root / "lock"))
         outer = not self._lock.is_locked
+        refresher = None
         if outer:
             # the kernel's flock decides; the owner record beside it names the
-            # holder (histstore/store/locking.py)
-            acquire(self._lock, self.root, self.lock_timeout, self.notify)
+            # holder and is refreshed while we hold it (histstore/store/locking.py)
+            acquire(
+                self._lock, self.root, self.lock_timeout, self.notify, break_lock=self.break_lock
+            )
             try:
-                write_owner(self.root)
+                refresher = Refresher(self.root, write_owner(self.root))
             except BaseException:
                 self._lock.release()
                 raise
@@ -166,6 +203,8 @@ class Store:
             yield
         finally:
             if outer:
+                if refresher is not None:
+                    refresher.stop()
                 clear_owner(self.root)
             self._lock.release()
 
@@ -260,12 +299,9 @@ class Store:
 
     def markers(self) -> dict[str, Marker]:
         """Every overlay ref's target -> its newest marker (active or lifted).
-        Cheap when nothing was ever forgotten: one look at refs/overlay."""
-        folder = self.root / "refs" / "overlay"
-        try:
-            if not any(os.scandir(folder)):
-                return {}
-        except (FileNotFoundError, NotADirectoryError):
+        Cheap when nothing was ever forgotten: one look at refs/overlay and
+        packed-refs."""
+        if not self.refs.any_under("overlay"):
             return {}
         n = len(OVERLAY_PREFIX)
         return {
@@ -291,6 +327,7 @@ class Store:
         overlay views are rewritten before the operation counts as applied, so
         a crash never leaves them behind the refs (the roll-forward rewrites
         them)."""
+        self._record_ruleset()
         before_done = None
         if any(c.ref.startswith(OVERLAY_PREFIX) for c in changes):
 
@@ -300,6 +337,53 @@ class Store:
         return self.refs.apply(
             changes, self.redactor(command), extra=extra, before_done=before_done
         )
+
+    def _record_ruleset(self) -> None:
+        """(Lock held.) config.toml names the rule set this hs redacts with:
+        the first operation of an hs whose rules are not the ones recorded
+        (another release) records its own as ``[redact] ruleset`` and adds it
+        to ``rulesets``, keeping every other key (docs/format.md, "config.toml")."""
+        from histstore.store.redact import ruleset_id
+
+        current = ruleset_id()
+        if ruleset_of(self.config) == current and current in rulesets_of(self.config):
+            return
+        config = read_config(self.root)
+        seen = rulesets_of(config)
+        section = config.setdefault("redact", {})
+        section["ruleset"] = current
+        section["rulesets"] = seen if current in seen else [*seen, current]
+        write_config(self.root, config)
+        self.config = config
+
+    def add_rulesets(self, rulesets: list[str]) -> None:
+        """(Lock held.) Record that objects redacted with ``rulesets`` arrived
+        (a sync brought them)."""
+        config = read_config(self.root)
+        seen = rulesets_of(config)
+        new = [r for r in rulesets if r not in seen]
+        if new:
+            config.setdefault("redact", {})["rulesets"] = [*seen, *new]
+            write_config(self.root, config)
+        self.config = config
+
+    # gc's horizon: refs-log entries older than it may name objects gc removed
+
+    def gc_horizon(self) -> str | None:
+        """The time (RFC 3339) before which refs-log entries may name objects
+        ``hs gc`` removed (they were outside its retention window); None when
+        gc never removed any."""
+        try:
+            text = (self.root / GC_HORIZON).read_text("utf-8").strip()
+        except (FileNotFoundError, UnicodeDecodeError):
+            return None
+        return text or None
+
+    def set_gc_horizon(self, time: str) -> None:
+        """Move the horizon forward to ``time`` (never back; lock held)."""
+        old = self.gc_horizon()
+        if old is None or time > old:
+            atomic_write(self.root / GC_HORIZON, (time + "\n").encode("utf-8"))
 
     def operations(self) -> list[Operation]:
         return self.refs.operations()

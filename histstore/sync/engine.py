@@ -40,8 +40,10 @@ from typing import Any
 from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError, NotFound
 from histstore.recall.index import RecallIndex
 from histstore.store.codec import is_object_id
-from histstore.store.objectstore import Batch, MemoryObjectStore
+from histstore.store.config import read_config, rulesets_of
+from histstore.store.objectstore import Batch, DiskObjectStore, MemoryObjectStore
 from histstore.store.oplog import Operation, RefChange
+from histstore.store.repack import copy_all
 from histstore.store.store import Store
 from histstore.sync.follow import follow_memory
 from histstore.sync.merge import MemoryConflict, check_value, merge_values, recorded_conflicts
@@ -51,6 +53,7 @@ from histstore.sync.remotes import (
     Remote,
     check_empty_folder,
     check_remote_name,
+    check_same_patterns,
     overlap_of,
 )
 from histstore.sync.walk import Moved, Objects, _Made, _Presence, walk_missing
@@ -271,6 +274,7 @@ def sync(
     overlap = overlap_of(remote.root, local)
     if overlap:
         raise BadInput(f"{remote.root} {overlap}")
+    check_same_patterns(local, remote, name)
     direction = "sync" if push and pull else "push" if push else "pull"
     report = SyncReport(name, str(remote.root), direction, dry_run=dry_run)
 
@@ -299,6 +303,12 @@ def sync(
     if not plan.differ and not (interrupted and not dry_run):
         return _followed(local, report)
     send, recv = roots(plan)
+    if not dry_run and push and send and _empty(remote):
+        # a first push: every pack copied whole and verified, not object by
+        # object (the walk below then finds everything there)
+        lo, ro = local.objects, remote.objects
+        if isinstance(lo, DiskObjectStore) and isinstance(ro, DiskObjectStore):
+            report.sent.objects, report.sent.bytes = copy_all(lo, ro)
     if not dry_run:
         # the bulk of the objects, before any lock (objects need none)
         step = walker(len(send) + len(recv))
@@ -329,6 +339,14 @@ def sync(
     if moved and refresh_index:
         refresh_after_pull(local, report, any(c.ref.startswith("overlay/") for c in moved))
     return _followed(local, report)
+
+
+def _empty(store: Store) -> bool:
+    """Whether a store holds no object at all (a remote just made by --init)."""
+    objs = store.objects
+    if not isinstance(objs, DiskObjectStore):
+        return False
+    return not objs.packs() and next(objs.iter_loose(), None) is None
 
 
 def _followed(local: Store, report: SyncReport) -> SyncReport:
@@ -374,6 +392,11 @@ def _record(
             with dst.objects.batch() as batch:
                 made = _Made(objs, dst.objects)
                 walk_missing(made, made, sorted(ids), _copier(batch, None))
+    # each side records the rule sets whose redaction the objects it got carry
+    if report.sent.objects or report.remote_changes:
+        remote.add_rulesets(rulesets_of(read_config(local.root)))
+    if report.received.objects or report.local_changes:
+        local.add_rulesets(rulesets_of(read_config(remote.root)))
     peer = str(local.config.get("store", {}).get("id", ""))
     if report.remote_changes:
         report.remote_operation = remote.apply(

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from histstore.errors import BadInput, NoStore, NotFound
-from histstore.store.config import read_config, write_config
+from histstore.errors import BadInput, Conflict, NoStore, NotFound
+from histstore.store.config import patterns_of, read_config, write_config
 from histstore.store.oplog import Operation, RefChange
 from histstore.store.refs import check_component
 from histstore.store.store import Store
@@ -179,9 +179,12 @@ def open_remote(store: Store, remote: Remote, *, init: bool = False) -> tuple[St
                 hint=f"`hs push {remote.name} --init` creates one there",
             )
         other, created = Store.init(path)
+        if created:
+            adopt_patterns(other, store)
     else:
         other, created = Store.open(path), False
     other.notify = store.notify
+    other.break_lock = store.break_lock  # --break-lock reaches the remote too
     return other, created
 
 
@@ -190,3 +193,40 @@ def connect(local: Store, name: str, *, init: bool = False) -> tuple[Remote, Sto
     remote = get_remote(local, name)
     other, created = open_remote(local, remote, init=init)
     return remote, other, created
+
+
+def adopt_patterns(new: Store, source: Store) -> None:
+    """A store made for a push (``--init``) takes the pushing store's
+    ``[redact] patterns``, so the two redact alike from the start."""
+    patterns = patterns_of(read_config(source.root))
+    if not patterns:
+        return
+    with new.lock():
+        config = read_config(new.root)
+        config.setdefault("redact", {})["patterns"] = patterns
+        write_config(new.root, config)
+    new.config = config
+
+
+def check_same_patterns(local: Store, remote: Store, name: str) -> None:
+    """Refuse (before anything moves) to sync two stores whose ``[redact]
+    patterns`` differ: what one store keeps unredacted would reach the other,
+    whose patterns would have caught it, and objects cannot be redacted again
+    on the way (their ids are their content)."""
+    here = patterns_of(read_config(local.root))
+    there = patterns_of(read_config(remote.root))
+    if here == there:
+        return
+    only_here = [p for p in here if p not in there]
+    only_there = [p for p in there if p not in here]
+    parts = []
+    if only_here:
+        parts.append("only here: " + ", ".join(repr(p) for p in only_here))
+    if only_there:
+        parts.append(f"only in {name}: " + ", ".join(repr(p) for p in only_there))
+    raise Conflict(
+        f"redaction-mismatch: this store and remote {name} ({remote.root}) have different "
+        f"[redact] patterns ({'; '.join(parts)}); nothing was synced",
+        hint=f"give both config.toml files the same [redact] patterns "
+        f"({local.root / 'config.toml'}, {remote.root / 'config.toml'}), then sync again",
+    )

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,42 +45,7 @@ print(n)
 """
 
 
-# argv: RESULT_FILE CMD...; runs CMD (stdio inherited) and writes its own rusage.
-WRAPPER = """
-import json, os, subprocess, sys, time
-began = time.perf_counter()
-proc = subprocess.Popen(sys.argv[2:])
-_, status, ru = os.wait4(proc.pid, 0)
-wall = time.perf_counter() - began
-with open(sys.argv[1], "w") as fh:
-    json.dump({"code": os.waitstatus_to_exitcode(status), "maxrss_kib": ru.ru_maxrss,
-               "seconds": wall, "cpu_seconds": ru.ru_utime + ru.ru_stime}, fh)
-"""
-
-
-def run_child(argv: list[str], out: Path) -> dict[str, Any]:
-    """Run a command to completion through the wrapper: its exit code, peak RSS (MB),
-    wall and CPU seconds (of the command alone), stdout and stderr."""
-    usage = out.with_suffix(".rusage")
-    err = out.with_suffix(".err")
-    with open(out, "wb") as so, open(err, "wb") as se:
-        wrapper = subprocess.run(
-            [sys.executable, "-c", WRAPPER, str(usage), *argv],
-            stdout=so,
-            stderr=se,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    assert wrapper.returncode == 0 or usage.exists(), err.read_text(errors="replace")
-    ru = json.loads(usage.read_text())
-    return {
-        "code": ru["code"],
-        "peak_rss_mb": ru["maxrss_kib"] * 1024 / MB,  # ru_maxrss is in KiB on Linux
-        "seconds": ru["seconds"],
-        "cpu_seconds": ru["cpu_seconds"],
-        "stdout": out.read_text(errors="replace"),
-        "stderr": err.read_text(errors="replace"),
-    }
+run_child = bu.run_child
 
 
 def test_import_1gb_peak_rss(benchmark: Any, tmp_path: Path) -> None:

@@ -58,11 +58,15 @@ class Corpus:
 
 
 def generate(root: Path, what: str, fmt: str, n_turns: int) -> Corpus:
-    """Write a corpus under ``root``: ``<what>.jsonl`` (turns) or ``<what>/`` (claude)."""
+    """Write a corpus under ``root``: ``<what>.jsonl`` (turns) or ``<what>/``
+    (claude; codex, codex-one: Codex rollouts, or one rollout of every turn)."""
     began = time.perf_counter()
     if fmt == "turns":
         path = root / f"{what}.jsonl"
         stats = corpus.write_turns_jsonl(path, n_turns, SEED)
+    elif fmt in ("codex", "codex-one"):
+        path = root / what
+        stats = corpus.write_codex_sessions(path, n_turns, SEED, one_file=fmt == "codex-one")
     else:
         path = root / what
         stats = corpus.write_claude_projects(path, n_turns, SEED)
@@ -130,3 +134,48 @@ def hs_command() -> list[str]:
     if found:
         return [found]
     return [sys.executable, "-c", "from histstore.porcelain.cli import main; main()"]
+
+
+# argv: RESULT_FILE CMD...; runs CMD (stdio inherited) and writes its own rusage.
+# The measured command is started by this small wrapper, which waits for it: started
+# directly from pytest it would inherit pytest's own peak (Linux carries the old
+# address space's high-water RSS into ru_maxrss across exec, and subprocess uses
+# vfork), see bench_memory.py.
+WRAPPER = """
+import json, os, subprocess, sys, time
+began = time.perf_counter()
+proc = subprocess.Popen(sys.argv[2:])
+_, status, ru = os.wait4(proc.pid, 0)
+wall = time.perf_counter() - began
+with open(sys.argv[1], "w") as fh:
+    json.dump({"code": os.waitstatus_to_exitcode(status), "maxrss_kib": ru.ru_maxrss,
+               "seconds": wall, "cpu_seconds": ru.ru_utime + ru.ru_stime}, fh)
+"""
+
+
+def run_child(argv: list[str], out: Path) -> dict[str, Any]:
+    """Run a command to completion through the wrapper: its exit code, peak RSS (MB),
+    wall and CPU seconds (of the command alone), stdout and stderr."""
+    import json
+    import subprocess
+
+    usage = out.with_suffix(".rusage")
+    err = out.with_suffix(".err")
+    with open(out, "wb") as so, open(err, "wb") as se:
+        wrapper = subprocess.run(
+            [sys.executable, "-c", WRAPPER, str(usage), *argv],
+            stdout=so,
+            stderr=se,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    assert wrapper.returncode == 0 or usage.exists(), err.read_text(errors="replace")
+    ru = json.loads(usage.read_text())
+    return {
+        "code": ru["code"],
+        "peak_rss_mb": ru["maxrss_kib"] * 1024 / 1e6,  # ru_maxrss is in KiB on Linux
+        "seconds": ru["seconds"],
+        "cpu_seconds": ru["cpu_seconds"],
+        "stdout": out.read_text(errors="replace"),
+        "stderr": err.read_text(errors="replace"),
+    }

@@ -1,11 +1,14 @@
 """Seeded, deterministic synthetic corpus of agent history for the benchmarks.
 
-Two formats, generated from one shared plan so that, for the same seed and size,
+Three formats, generated from one shared plan so that, for the same seed and size,
 they describe the same history (same sessions, turn ids, prompts, answers, files):
 
 * :func:`write_turns_jsonl` -- the project's own turn JSONL (one turn per line);
 * :func:`write_claude_projects` -- Claude Code session files,
-  ``root/<slug>/<sessionId>.jsonl`` (the layout Claude Code writes).
+  ``root/<slug>/<sessionId>.jsonl`` (the layout Claude Code writes);
+* :func:`write_codex_sessions` -- Codex CLI rollouts (the 0.12x generation),
+  ``root/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``, or all of it as one
+  rollout.
 
 Everything comes from ``random.Random(seed)`` and a fixed end date
 (:data:`END`), so the output is byte-identical for a given seed and size. Both
@@ -26,7 +29,7 @@ Planted terms occur nowhere else (not even as a substring of another word), so
 
 Usage as a script::
 
-    python tests/bench/corpus.py --format turns|claude --turns N --seed S OUT
+    python tests/bench/corpus.py --format turns|claude|codex --turns N --seed S OUT
 """
 
 from __future__ import annotations
@@ -1111,9 +1114,325 @@ def write_claude_projects(
     return stats
 
 
+# ---------------------------------------------------------------------------
+# Codex CLI rollouts.
+
+#: the Codex models standing in for the plan's, index for index
+CODEX_MODELS = ("gpt-5.5", "gpt-5.4", "gpt-5.1-codex-max", "gpt-5.6-luna")
+CODEX_VERSION = "0.128.0"
+
+
+class _CodexRollout:
+    """Writes one rollout file (0.12x generation), line by line."""
+
+    def __init__(self, fh: Any, rng: Random, session: _Session, sizes: _Sizes) -> None:
+        self.fh = fh
+        self.rng = rng
+        self.session = session
+        self.sizes = sizes
+        self.t = 0
+        self.step = 1000
+        self.tokens = 0
+
+    def emit(self, kind: str, payload: dict[str, Any]) -> None:
+        self.t += self.rng.randint(max(1, self.step // 4), self.step)
+        line = _DUMPS_UTF8({"timestamp": fmt_ms(self.t), "type": kind, "payload": payload})
+        data = line.encode()
+        self.fh.write(data + b"\n")
+        self.sizes.add(len(data))
+
+    def event(self, etype: str, **fields: Any) -> None:
+        self.emit("event_msg", {"type": etype, **fields})
+
+    def item(self, itype: str, **fields: Any) -> None:
+        self.emit("response_item", {"type": itype, **fields})
+
+    def message(self, role: str, text: str, phase: str | None = None) -> None:
+        part = "output_text" if role == "assistant" else "input_text"
+        fields: dict[str, Any] = {"role": role, "content": [{"type": part, "text": text}]}
+        if phase is not None:
+            fields["phase"] = phase
+        self.item("message", **fields)
+
+    def reasoning(self) -> None:
+        rng = self.rng
+        summary = _words(rng, _length(rng, 18, 0.5, 3, 80))
+        blob = base64.b64encode(rng.randbytes(rng.randint(400, 2400))).decode()
+        self.event("agent_reasoning", text=f"**{summary}**")
+        self.item(
+            "reasoning",
+            summary=[{"type": "summary_text", "text": f"**{summary}**"}],
+            content=None,
+            encrypted_content=blob,
+        )
+
+    def token_count(self) -> None:
+        rng = self.rng
+        last = {
+            "input_tokens": rng.randint(2_000, 60_000),
+            "cached_input_tokens": rng.randint(0, 50_000),
+            "output_tokens": rng.randint(10, 2_000),
+            "reasoning_output_tokens": rng.randint(0, 900),
+            "total_tokens": 0,
+        }
+        last["total_tokens"] = last["input_tokens"] + last["output_tokens"]
+        self.tokens += last["total_tokens"]
+        total = {k: v * 7 for k, v in last.items()}
+        limits = {
+            "primary": {"used_percent": rng.randint(0, 99), "window_minutes": 300},
+            "secondary": {"used_percent": rng.randint(0, 99), "window_minutes": 10080},
+        }
+        info = {
+            "total_token_usage": total,
+            "last_token_usage": last,
+            "model_context_window": 258400,
+        }
+        self.event("token_count", info=info, rate_limits=limits)
+
+
+def _codex_instructions(rng: Random) -> str:
+    return "\n\n".join(_words(rng, _length(rng, 120, 0.3, 40, 300)) for _ in range(12))
+
+
+def _write_codex_turn(w: _CodexRollout, rng: Random, turn: _Turn, files: _FileState) -> None:
+    session = w.session
+    project = session.project
+    cwd = project.cwd
+    tid = turn.turn_id
+    model = CODEX_MODELS[MODELS.index(turn.model)] if turn.model in MODELS else CODEX_MODELS[0]
+    w.t = turn.asked_at - 3
+    w.step = max(2, turn.duration // (6 * len(turn.calls) + 10))
+    w.event("task_started", turn_id=tid, model_context_window=258400)
+    if w.tokens == 0:  # the session's opening context, before its first prompt
+        w.message(
+            "developer",
+            "<permissions instructions>\nsandbox: workspace-write\n</permissions instructions>",
+        )
+        w.message("user", f"<environment_context>\n  <cwd>{cwd}</cwd>\n</environment_context>")
+    w.emit(
+        "turn_context",
+        {
+            "turn_id": tid,
+            "cwd": cwd,
+            "approval_policy": "on-request",
+            "sandbox_policy": {"type": "workspace-write"},
+            "model": model,
+            "effort": "medium",
+            "summary": "auto",
+        },
+    )
+    w.message("user", turn.asked)
+    w.event("user_message", message=turn.asked, images=[], local_images=[], text_elements=[])
+    for call in turn.calls:
+        w.reasoning()
+        if rng.random() < 0.6:
+            text = _words(rng, _length(rng, 20, 0.5, 3, 120))
+            w.message("assistant", text, "commentary")
+            w.event("agent_message", message=text, phase="commentary")
+        w.token_count()
+        cid = f"call_{_b62(rng, 24)}"
+        _run_codex_call(w, rng, call, cid, files, project)
+        if call.rejected:
+            w.message("user", "<turn_aborted>\nThe user interrupted the turn.\n</turn_aborted>")
+            w.event("turn_aborted", turn_id=tid, reason="interrupted")
+            return
+    w.reasoning()
+    w.message("assistant", turn.answered, "final_answer")
+    w.event("agent_message", message=turn.answered, phase="final_answer")
+    w.token_count()
+    if turn.status == "failed":
+        w.event("error", message="stream disconnected before completion")
+    w.event("task_complete", turn_id=tid, last_agent_message=turn.answered)
+
+
+def _exec(
+    w: _CodexRollout,
+    cid: str,
+    cmd: str,
+    cwd: str,
+    parsed: list[dict[str, Any]],
+    out: str,
+    code: int = 0,
+) -> None:
+    w.item(
+        "function_call",
+        name="exec_command",
+        arguments=_DUMPS({"cmd": cmd, "workdir": cwd, "yield_time_ms": 10000}),
+        call_id=cid,
+    )
+    w.event(
+        "exec_command_end",
+        call_id=cid,
+        turn_id="",
+        command=["/bin/bash", "-lc", cmd],
+        cwd=cwd,
+        parsed_cmd=parsed,
+        exit_code=code,
+        aggregated_output=out,
+        duration={"secs": 0, "nanos": 31_000_000},
+        status="completed" if code == 0 else "failed",
+        source="agent",
+    )
+    head = f"Chunk ID: {cid[5:11]}\nWall time: 0.0312 seconds\nProcess exited with code {code}"
+    w.item("function_call_output", call_id=cid, output=f"{head}\nOutput:\n{out}")
+
+
+def _run_codex_call(
+    w: _CodexRollout,
+    rng: Random,
+    call: _Call,
+    cid: str,
+    files: _FileState,
+    project: _Project,
+) -> None:
+    cwd = project.cwd
+    name = call.name
+    if call.rejected:
+        w.item(
+            "function_call",
+            name="exec_command",
+            arguments=_DUMPS({"cmd": "make test", "workdir": cwd}),
+            call_id=cid,
+        )
+        return
+    if name == "Read":
+        rel = call.path[len(cwd) + 1 :]
+        cmd = f"sed -n '1,200p' {rel}"
+        parsed = [{"type": "read", "cmd": cmd, "name": rel.rsplit("/", 1)[-1], "path": rel}]
+        _exec(w, cid, cmd, cwd, parsed, files.get(call.path))
+    elif name == "Edit":
+        rel = call.path[len(cwd) + 1 :]
+        inp, k = _edit_input(rng, files, call.path)
+        lines = files.get(call.path).split("\n")[:-1]
+        old, new = inp["old_string"], inp["new_string"]
+        lines[k] = new
+        files.set(call.path, "\n".join(lines) + "\n")
+        diff = f"@@ -{k + 1} +{k + 1} @@\n-{old}\n+{new}\n"
+        patch = f"*** Begin Patch\n*** Update File: {rel}\n{diff}*** End Patch\n"
+        w.item("custom_tool_call", status="completed", call_id=cid, name="apply_patch", input=patch)
+        w.event(
+            "patch_apply_end",
+            call_id=cid,
+            turn_id="",
+            stdout=f"Success. Updated the following files:\nM {rel}\n",
+            stderr="",
+            success=True,
+            changes={call.path: {"type": "update", "unified_diff": diff, "move_path": None}},
+        )
+        output: dict[str, Any] = {
+            "output": f"Success. Updated the following files:\nM {rel}\n",
+            "metadata": {"exit_code": 0, "duration_seconds": 0.0},
+        }
+        w.item("custom_tool_call_output", call_id=cid, output=_DUMPS(output))
+    elif name == "Bash":
+        cmd = _call_input(rng, call, project)["command"]
+        out = "\n".join(_words(rng, rng.randint(4, 14)) for _ in range(rng.randint(1, 12)))
+        if call.error:
+            out += f"\nFAILED tests/test_{rng.choice(NOUNS)}.py"
+        _exec(w, cid, cmd, cwd, [{"type": "unknown", "cmd": cmd}], out, 1 if call.error else 0)
+    elif name == "Grep":
+        pattern = rng.choice(_VOCAB.idents)
+        cmd = f"rg -n {pattern} src"
+        found = rng.sample(project.files, min(len(project.files), rng.randint(0, 6)))
+        parsed = [{"type": "search", "cmd": cmd, "query": pattern, "path": "src"}]
+        _exec(w, cid, cmd, cwd, parsed, "\n".join(f"{f}:1:{pattern}" for f in found))
+    elif name == "Glob":
+        cmd = f"rg --files -g '*.{project.lang}'"
+        found = [f for f in project.files if f.endswith(project.lang)][:20]
+        _exec(w, cid, cmd, cwd, [{"type": "list_files", "cmd": cmd, "path": "."}], "\n".join(found))
+    elif name in ("WebFetch", "WebSearch"):
+        query = _words(rng, rng.randint(3, 8))
+        action = {"type": "search", "query": query}
+        w.item("web_search_call", id=f"ws_{_b62(rng, 24)}", status="completed", action=action)
+        w.event("web_search_end", call_id=cid, query=query, action=action)
+    else:  # an MCP tool
+        text = _DUMPS({"title": _words(rng, 6), "body": _words(rng, rng.randint(20, 120))})
+        args = {"owner": "dev", "repo": cwd.rsplit("/", 1)[-1], "issue_number": rng.randint(1, 900)}
+        w.item(
+            "function_call",
+            name="get_issue",
+            namespace="mcp__github",
+            arguments=_DUMPS(args),
+            call_id=cid,
+        )
+        w.event(
+            "mcp_tool_call_end",
+            call_id=cid,
+            invocation={"server": "github", "tool": "get_issue", "arguments": args},
+            duration={"secs": 0, "nanos": 220_000_000},
+            result={"Ok": {"content": [{"type": "text", "text": text}], "isError": False}},
+        )
+        w.item("function_call_output", call_id=cid, output=text)
+
+
+def write_codex_sessions(
+    root: str | Path, n_turns: int, seed: int = 0, projects: int = 20, one_file: bool = False
+) -> Stats:
+    """Write ``n_turns`` turns as Codex CLI rollouts under ``root``
+    (``sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``, one per session; with
+    ``one_file`` every turn in one session, one rollout)."""
+    base = Path(root)
+    stats = _new_stats("codex")
+    sizes = _Sizes()
+    rng = Random(f"codex:{seed}")
+    files = _FileState(rng)
+    instructions = _codex_instructions(rng)
+    used: set[str] = set()
+    fh: Any = None
+    w: _CodexRollout | None = None
+    try:
+        for session in _plan(n_turns, seed, projects):
+            used.add(session.project.cwd)
+            if w is None or not one_file:
+                if fh is not None:
+                    fh.close()
+                start = fmt_ms(session.turns[0].asked_at - 10)
+                day = start[:10].replace("-", "/")
+                stamp = start[:19].replace(":", "-")
+                path = base / "sessions" / day / f"rollout-{stamp}-{session.session_id}.jsonl"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fh = path.open("wb", buffering=1 << 20)
+                w = _CodexRollout(fh, rng, session, sizes)
+                w.t = session.turns[0].asked_at - 10
+                meta = {
+                    "id": session.session_id,
+                    "timestamp": start,
+                    "cwd": session.project.cwd,
+                    "originator": "codex_cli_rs",
+                    "cli_version": CODEX_VERSION,
+                    "source": "cli",
+                    "model_provider": "openai",
+                    "base_instructions": {"text": instructions},
+                    "git": {
+                        "commit_hash": _b62(rng, 40).lower(),
+                        "branch": session.branch,
+                        "repository_url": f"git@example.org:dev/{session.project.cwd.rsplit('/', 1)[-1]}.git",
+                    },
+                }
+                w.emit("session_meta", meta)
+                stats.sessions += 1
+                stats.paths.append(path)
+            else:
+                w.session = session  # the same rollout, going on with the next plan session
+            for turn in session.turns:
+                _write_codex_turn(w, rng, turn, files)
+                stats.turns += 1
+                _tally(stats, turn)
+    finally:
+        if fh is not None:
+            fh.close()
+    stats.projects = len(used)
+    stats.files = len(stats.paths)
+    stats.bytes = sizes.bytes
+    stats.lines = sizes.lines
+    stats.median_line_bytes = sizes.median()
+    return stats
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    ap.add_argument("--format", choices=("turns", "claude"), default="turns")
+    ap.add_argument("--format", choices=("turns", "claude", "codex"), default="turns")
+    ap.add_argument("--one-file", action="store_true", help="codex: every turn in one rollout")
     ap.add_argument("--turns", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--projects", type=int, default=20)
@@ -1123,6 +1442,8 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     if args.format == "turns":
         stats = write_turns_jsonl(args.out, args.turns, args.seed, args.projects, steps=args.steps)
+    elif args.format == "codex":
+        stats = write_codex_sessions(args.out, args.turns, args.seed, args.projects, args.one_file)
     else:
         stats = write_claude_projects(args.out, args.turns, args.seed, args.projects)
     elapsed = time.perf_counter() - began

@@ -13,11 +13,13 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from helpers import turn_record
 
+from histstore.store import locking
 from histstore.store.store import Store
 
 #: these tests kill writers at chosen points: every fsync must stay on
@@ -65,9 +67,14 @@ def dead_pid() -> int:
     return p.pid
 
 
-def record_owner(root: Path, pid: int, host: str | None = None) -> None:
+def record_owner(root: Path, pid: int, host: str | None = None, age: float | None = None) -> None:
+    """An owner record; refreshed ``age`` seconds ago (None: an unreadable time)."""
     host = host or socket.gethostname()
-    (root / "lock.owner").write_text(f'{{"pid": {pid}, "host": "{host}", "time": "t"}}')
+    when = "t"
+    if age is not None:
+        when = (datetime.now(UTC) - timedelta(seconds=age)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    rec = {"pid": pid, "host": host, "since": "2026-01-01T00:00:00.000Z", "time": when}
+    (root / "lock.owner").write_text(json.dumps(rec))
 
 
 def record(root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -131,11 +138,57 @@ def test_a_reused_pid_in_a_stale_record_blocks_no_writer(store: Store) -> None:
 
 def test_another_hosts_record_is_waited_for_then_refused(store: Store) -> None:
     """On a share whose flock does not reach another machine, a record of
-    another host may be a writer inside: waited for, never taken over."""
-    record_owner(store.root, 1, host="elsewhere")
+    another host may be a writer inside: waited for, never taken over; one
+    refreshed lately is a writer that is alive, and even --break-lock waits."""
+    record_owner(store.root, 1, host="elsewhere", age=5)
     r = record(store.root, {"HS_LOCK_TIMEOUT": "0.2"})
     assert r.returncode == 6
-    assert "locked by process 1 on elsewhere" in r.stderr and "lock.owner" in r.stderr
+    assert "locked by process 1 on elsewhere" in r.stderr and "which is running" in r.stderr
+    r = record_break(store.root)
+    assert r.returncode == 6 and "which is running" in r.stderr
+    assert json.loads((store.root / "lock.owner").read_text())["host"] == "elsewhere"
+
+
+def record_break(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("hs")), "-C", str(root), "--break-lock", "record"],
+        input=json.dumps(turn_record(2)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HS_LOCK_TIMEOUT": "0.2"},
+    )
+
+
+def test_a_stale_record_of_another_host_is_broken_only_when_asked(store: Store) -> None:
+    record_owner(store.root, 77, host="elsewhere", age=3600)
+    r = record(store.root, {"HS_LOCK_TIMEOUT": "0.2"})
+    assert r.returncode == 6
+    assert "has not said it is alive for over 10 minutes" in r.stderr
+    assert "run again with --break-lock" in r.stderr
+    assert store.refs.list_refs() == {}
+    r = record_break(store.root)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.startswith("hs: broke the lock of ")
+    assert "process 77 on elsewhere" in r.stderr
+    assert len(store.refs.list_refs()) == 1
+    assert not (store.root / "lock.owner").exists()
+
+
+def test_the_owner_record_is_refreshed_while_the_lock_is_held(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(locking, "REFRESH", 0.01)
+    with store.lock():
+        first = locking.read_owner(store.root)
+        assert first is not None and first.is_me() and first.since == first.time
+        deadline = time.monotonic() + 30
+        now = first
+        while now is not None and now.time == first.time and time.monotonic() < deadline:
+            time.sleep(0.01)
+            now = locking.read_owner(store.root)
+        assert now is not None and now.time > first.time and now.since == first.since
+    assert locking.read_owner(store.root) is None
 
 
 def test_writers_killed_at_random_never_overlap(tmp_path: Path, store: Store) -> None:

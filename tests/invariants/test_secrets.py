@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import tomli_w
@@ -26,15 +27,29 @@ SECRETS = {
     "slack": "xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
     "private-key-body": "MIIEowIBAAKCAQEAq7BFUpkGp3+LQmlQpDLsqfXUhXjYkbBx0ZeU3OSSMIKeYqsZ",
     "url-password": "hunter2-Very-Secret",
+    # gitleaks' rules and histstore's assignment rules
+    "npm": "npm_" + "x44s0o2a0qpoastvjtboqbjb33sotxq0fw51",
+    "sendgrid": "SG." + "hdz2GXnBo1nKo63sZEqqZ3.CYxU_w0A2c-MLpjN_E8A4r-knOh7k_gQvmUZKYiCy6A",
+    "env-password": "Winter" + "Is-Coming-2026",
+    "account-key": "0nIbOvV1LUBuzfkJacmIynp//TcaiG1pQ19WEzNuCxwX" + "TjsdAs0lHL2RPYzQF6dcSc4==",
+    "discord-webhook": "xqzuB7FAs2KemDVLDhnblmuseX3UNDuw" + "RSY1EM0tSn1W-TsWF23xz3iW0nbF7OT6ixKk",
 }
 URL = f"postgres://admin:{SECRETS['url-password']}@db.internal:5432/prod"
+# the secrets planted in lines of their own form (the others as "name = value")
+_LINES = {
+    "private-key-body": "",
+    "url-password": "",
+    "env-password": f"DB_PASSWORD={SECRETS['env-password']}",
+    "account-key": f"DefaultEndpointsProtocol=https;AccountKey={SECRETS['account-key']};",
+    "discord-webhook": "https://discord.com/api/webhooks/1234567890123456789/"
+    + SECRETS["discord-webhook"],
+}
 
 
 def planted_text() -> str:
-    parts = [
-        f"{k} = {v}" for k, v in SECRETS.items() if k not in ("private-key-body", "url-password")
-    ]
-    return "use these: " + "; ".join(parts) + f"\nconnect to {URL}\nkey:\n{PRIVATE_KEY}\n"
+    parts = [f"{k} = {v}" for k, v in SECRETS.items() if k not in _LINES]
+    lines = "".join(f"{line}\n" for line in _LINES.values() if line)
+    return "use these: " + "; ".join(parts) + f"\n{lines}connect to {URL}\nkey:\n{PRIVATE_KEY}\n"
 
 
 def all_store_bytes(store: Store, root: Path) -> list[bytes]:
@@ -240,3 +255,59 @@ def test_secrets_in_file_and_folder_names_never_reach_the_store(
     assert r.exit_code == 1 and "some input was not imported" in r.stderr
     with Store.open(store_path) as store:
         assert not any(token.encode() in c for c in all_store_bytes(store, store_path))
+
+
+def _detect_secrets(text: str, tmp: Path) -> list[tuple[str, str]]:
+    """(type, value) of every secret detect-secrets finds in ``text``, with all
+    its plugins and filters as its command line has them."""
+    from detect_secrets import SecretsCollection
+    from detect_secrets.settings import default_settings
+
+    path = tmp / "corpus.txt"
+    path.write_text(text)
+    lines = text.splitlines()
+    found = []
+    with default_settings():
+        collection = SecretsCollection()
+        collection.scan_file(str(path))
+        for _file, s in collection:
+            value = s.secret_value
+            assert value is not None
+            if len(value) < 8:
+                # a plugin that reports only a token's prefix (GitHub, GitLab):
+                # the whole token is the word it starts
+                line = lines[s.line_number - 1]
+                value = re.search(re.escape(value) + r"\S*", line).group()  # type: ignore[union-attr]
+            found.append((s.type, value))
+    return found
+
+
+def test_what_detect_secrets_finds_never_reaches_the_store(
+    hs: HS, tmp_path: Path, store_path: Path
+) -> None:
+    """detect-secrets, an independent scanner, is the oracle: over every secret
+    the tests plant (tests/secretcases.py, tests/test_redact.py and the text
+    above), whatever it finds, the store must not hold."""
+    from secretcases import ASSIGNED, MUST_CATCH
+    from test_redact import CASES
+
+    corpus = [c.text for c in MUST_CATCH + ASSIGNED] + [c[1] for c in CASES]
+    corpus += planted_text().splitlines()
+    text = "\n".join(corpus) + "\n"
+    found = _detect_secrets(text, tmp_path)
+    assert len(found) >= 40  # the oracle works (it knows most of these kinds)
+    hs("init")
+    turns = [
+        turn_record(i, asked=chunk, answered="ok")
+        for i, chunk in enumerate(
+            ["\n".join(corpus[j : j + 8]) for j in range(0, len(corpus), 8)], 1
+        )
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(t) + "\n" for t in turns))
+    r = hs("import", str(path))
+    assert r.exit_code == 0, r.stderr
+    with Store.open(store_path) as store:
+        chunks = all_store_bytes(store, store_path)
+    leaks = [(kind, value) for kind, value in found if any(value.encode() in c for c in chunks)]
+    assert not leaks

@@ -4,7 +4,8 @@ visibility policy (histstore.overlay.visibility) says.
 
 Every read path a caller (the porcelain, the plumbing, an agent's tool server)
 uses is driven directly, and everything it returns is searched for words that
-only the forgotten turn or note holds."""
+only the forgotten turn or note holds; so is every answer and error of the MCP
+server (`hs mcp`, driven over stdio by the SDK's client)."""
 
 from __future__ import annotations
 
@@ -122,6 +123,67 @@ def test_no_library_read_path_returns_excluded_text(
         with pytest.raises(Exception) as e:
             read()
         assert SECRET_NOTE not in str(e.value) and "excluded" in str(e.value)
+
+
+def test_no_mcp_tool_result_or_error_holds_excluded_text(
+    forgotten_store: tuple[Store, Path], tmp_path: Path
+) -> None:
+    from mcp import MCPError
+    from mcptools import Server
+
+    from histstore.store.config import read_config, write_config
+
+    store, mem = forgotten_store
+    config = read_config(store.root)
+    config.setdefault("memory", {})["dirs"] = {"system": str(mem)}
+    write_config(store.root, config)
+    objects = {e.entry.turn_id: e.entry.object for e in reads.log(store, show_all=True)}
+    home = tmp_path / "mcp-home"
+    home.mkdir()
+    propose = {"type": "feedback", "body": "x\n\n**Why:** y.\n\n**How to apply:** z."}
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("recall_history", {"query": COMMON, "everywhere": True, "k": 10}),
+        ("recall_history", {"query": f"{COMMON} fine", "everywhere": True, "days": 3650}),
+        ("recall_history", {"query": COMMON}),
+        ("show_turn", {"turn_id": "turn-0002"}),
+        ("show_turn", {"turn_id": "turn-0004"}),
+        ("show_turn", {"turn_id": "turn-0003"}),
+        ("show_turn", {"turn_id": objects["turn-0002"]}),
+        ("show_turn", {"turn_id": store.session_refs()["s-gone"]}),
+        ("recent_sessions", {"everywhere": True}),
+        ("recent_sessions", {"project": "/home/dev/src/app"}),
+        ("memory_list", {}),
+        ("memory_list", {"scope": "all"}),
+        ("memory_read", {"name": "feedback_gone.md"}),
+        ("memory_read", {"name": "gone"}),
+        ("memory_read", {"name": "Note gone"}),
+        ("memory_read", {"name": "MEMORY.md"}),
+        ("memory_prompt", {"model": "claude-opus-4"}),
+        ("memory_propose", {**propose, "slug": "gone", "name": "N", "description": "d"}),
+        (
+            "memory_propose",
+            {**propose, "slug": "other", "name": "Note gone", "description": f"about {COMMON}"},
+        ),
+        ("memory_propose", {**propose, "slug": "keep", "name": "K", "description": "d"}),
+    ]
+    srv = Server(store.root, tmp_path, home)
+    try:
+        answers = [srv.call(name, args) for name, args in calls]
+        for method, *args in (("list_resources",), ("list_resource_templates",), ("list_prompts",)):
+            try:
+                answers.append((repr(srv.run(method, *args)), False))
+            except MCPError as e:
+                answers.append((str(e), True))
+        answers.append((srv.stderr(), False))
+    finally:
+        srv.close()
+    assert any("forgotten (exclusion since" in text for text, _ in answers)
+    for (text, _), what in zip(
+        answers, [*calls, "resources", "templates", "prompts", "log"], strict=True
+    ):
+        for secret in (SECRET_TURN, SECRET_SESSION, SECRET_NOTE):
+            assert secret not in text, f"{what} handed out {secret}"
+    assert TOMB not in answers[0][0]  # a tombstoned turn is left out of recall
 
 
 def test_a_tombstone_hides_what_the_policy_says_and_no_more(

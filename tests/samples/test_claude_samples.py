@@ -62,6 +62,7 @@ def _is_subagent_file(path: pathlib.Path, records: list[dict[str, Any]]) -> bool
 
 def _prompt_uuids(records: list[dict[str, Any]], sidechain_ok: bool) -> set[str]:
     uuids = set()
+    commands = set()
     for r in records:
         if r.get("type") != "user":
             continue
@@ -77,10 +78,32 @@ def _prompt_uuids(records: list[dict[str, Any]], sidechain_ok: bool) -> set[str]
             if "tool_result" in types or not types & {"text", "image"}:
                 continue
             text = "\n".join(b["text"] for b in content if b.get("type") == "text")
+        if text.lstrip().startswith(("<command-name>", "<command-message>")):
+            commands.add(r["uuid"])
+            continue
         if text.lstrip().startswith(NOT_PROMPT_PREFIXES):
             continue
         uuids.add(r["uuid"])
-    return uuids
+    # a slash command the agent worked on is a prompt too
+    return uuids | {c for c in commands if _worked_on(records, c, uuids | commands)}
+
+
+def _worked_on(records: list[dict[str, Any]], uuid: str, prompts: set[str]) -> bool:
+    """Whether an assistant line descends from ``uuid`` (by parentUuid) before
+    another prompt or command: the agent did work for that command."""
+    children: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        if r.get("parentUuid"):
+            children.setdefault(r["parentUuid"], []).append(r)
+    todo = list(children.get(uuid, []))
+    while todo:
+        r = todo.pop()
+        if r.get("type") == "assistant":
+            return True
+        if r.get("uuid") in prompts:
+            continue
+        todo.extend(children.get(r.get("uuid", ""), []))
+    return False
 
 
 def _parse(path: pathlib.Path) -> tuple[list[dict[str, Any]], list[Problem], list[SessionMeta]]:
@@ -133,8 +156,20 @@ def test_sample_file(path: pathlib.Path) -> None:
         raw = [ln for t in turns for ln in t["raw"]]
         assert sorted(raw) == sorted(lines), "every non-empty line lands in exactly one turn"
 
+    # no work is outside every turn: each main-chain assistant text is a step
+    said = {
+        b["text"]
+        for r in records
+        if r.get("type") == "assistant" and (sub or not r.get("isSidechain"))
+        for b in (r["message"]["content"] if isinstance(r["message"]["content"], list) else [])
+        if b.get("type") == "text" and b.get("text")
+    }
+    steps = {s["text"] for t in turns for s in t["steps"] if s["type"] == "assistant"}
+    assert said <= steps, sorted(said - steps)[:3]
+
     for t in turns:
         assert t["agent"] == "claude-code"
+        assert not t["asked"].lstrip().startswith("<ide_"), t["turn_id"]  # IDE context
         assert t["status"] in ("completed", "failed", "interrupted")
         assert t["source"]["file"] == str(path)
         assert t["source"]["line"] <= t["source"]["end_line"]

@@ -28,6 +28,14 @@ How the file is cut into turns
   The shell-mode and memory wrappers are not in the observed-format rule, but they
   are local input with no agent reply, so they never start a turn either; they
   become ``command`` events.
+* A slash command (a user line whose text starts with ``<command-name>`` or
+  ``<command-message>``) starts a turn when the agent worked on it: when an
+  assistant line joins its group (``/init``, a skill, a custom command, whose
+  long injected ``isMeta`` prompt follows the command line). Its ``asked`` is
+  the command and its arguments as typed (``/init``, ``/review 12``). A command
+  no assistant line follows (``/model``, ``/clear``, ``/cost``) is no turn: its
+  lines go to the group they would have joined had it not been a candidate.
+  Work an agent did is never outside a turn.
 * Every other line belongs to a turn: to the turn of its ``parentUuid`` (or, for
   a compaction boundary, its ``logicalParentUuid``) when that uuid is known, else
   to the most recent prompt's turn in file order. So after a rewind/fork each
@@ -43,6 +51,14 @@ How the file is cut into turns
 * Sub-agent turns belong to the parent session (the ``sessionId`` in the lines)
   and carry ``subagent`` = the lines' ``agentId`` (else the ``agent-<id>`` file
   name). A ``.meta.json`` beside the file goes to ``extra["subagent_meta"]``.
+  A sub-agent turn whose prompt line is missing takes its ``asked`` from the
+  parent's call (``toolUseResult.prompt`` of the parent file's line whose
+  ``toolUseResult.agentId`` names it; ``extra["asked_from"] = "parent"``); when
+  no call names it, or its prompt is Claude Code's ``Warmup``, it is a warm-up
+  (``extra["warmup"] = true``).
+* The parent's side of the link: the tool step of a Task/Agent result line
+  whose ``toolUseResult.agentId`` names a sub-agent gets ``subagent`` = that id,
+  and the turn lists the sub-agents it started in ``extra["subagents"]``.
 
 Fields
 ------
@@ -64,9 +80,13 @@ Fields
   ``system/api_error`` lines and no answer, else ``completed``.
 * Lines with ``isSidechain: true`` inside a *main* file (old CLIs) stay in ``raw``
   but add no steps, tools or files to the main turn.
-* Session title: the last ``ai-title`` record of the file, else the first
-  ``summary`` line (summary lines usually title an earlier conversation this one
-  continued).
+* Session title: the last ``ai-title`` record of the file, else the last
+  ``summary`` line (the first often titles a warm-up or an earlier
+  conversation this one continued). A sub-agent's file gives no title.
+* The prompt's text is what the person typed: IDE context an extension sends
+  with it (whole ``<ide_selection>``, ``<ide_opened_file>``, ... blocks, as text
+  blocks of their own or at the start of the text) is not ``asked``; each block
+  is a ``context`` event step before the ``user`` step, and stays in ``raw``.
 """
 
 from __future__ import annotations
@@ -87,7 +107,14 @@ from histstore.history.importers import (
     Resume,
     SessionMeta,
 )
-from histstore.history.importers.claude_turn import Group, Line, build_turn, is_prompt, text_or_none
+from histstore.history.importers.claude_turn import (
+    Group,
+    Line,
+    build_turn,
+    is_command_prompt,
+    is_prompt,
+    text_or_none,
+)
 from histstore.store.fsutil import open_regular
 from histstore.store.redact import redact_json_line
 
@@ -208,17 +235,52 @@ def _plain_name(text: str) -> bool:
     )
 
 
-def _parent_cwd(
-    path: pathlib.Path, layout: str | None, session_id: str, redact: Redact
-) -> str | None:
-    """The launch dir of a sub-agent's parent session: the first cwd in its file."""
+def _parent_file(path: pathlib.Path, layout: str | None, session_id: str) -> pathlib.Path | None:
+    """The session file a sub-agent's file belongs to (beside it, or two
+    folders up for the nested layout)."""
     if layout == "nested" and len(path.parents) >= 2:
         parent = path.parents[1].with_name(path.parents[1].name + ".jsonl")
     else:
         if not _plain_name(session_id):
             return None  # an id no file can be named by (it is refused as an id later)
         parent = path.with_name(session_id + ".jsonl")
-    if parent == path:
+    return None if parent == path else parent
+
+
+def _spawn_prompt(
+    path: pathlib.Path, layout: str | None, session_id: str, agent_id: str, redact: Redact
+) -> str | None:
+    """What the parent's Task/Agent call asked the sub-agent ``agent_id``
+    (``toolUseResult.prompt`` of the result naming it), for a sub-agent file
+    whose prompt line is missing; None when no call names it (a warm-up)."""
+    parent = _parent_file(path, layout, session_id)
+    if parent is None:
+        return None
+    needle = agent_id.encode("utf-8")
+    try:
+        with open_regular(parent) as fh:
+            for data in fh:
+                if needle not in data or b'"toolUseResult"' not in data:
+                    continue
+                try:
+                    obj = json.loads(redact(data.decode("utf-8", errors="replace")))
+                except (ValueError, RecursionError):
+                    continue
+                result = obj.get("toolUseResult") if isinstance(obj, dict) else None
+                if isinstance(result, dict) and result.get("agentId") == agent_id:
+                    prompt = result.get("prompt")
+                    return prompt if isinstance(prompt, str) else None
+    except OSError:
+        return None
+    return None
+
+
+def _parent_cwd(
+    path: pathlib.Path, layout: str | None, session_id: str, redact: Redact
+) -> str | None:
+    """The launch dir of a sub-agent's parent session: the first cwd in its file."""
+    parent = _parent_file(path, layout, session_id)
+    if parent is None:
         return None
     try:
         with open_regular(parent) as fh:
@@ -298,26 +360,30 @@ def _cut(lines: Iterator[Line], cut: _Cut, problems: list[Problem]) -> Iterator[
         cut.first_agent = cut.first_agent or text_or_none(obj.get("agentId")) or None
         if kind == "summary":
             title = text_or_none(obj.get("summary"))
-            if cut.summary_title is None and title:
-                cut.summary_title = title
+            if title and title.strip():
+                cut.summary_title = title  # the last one: what the file came to be about
             cut.summaries.append(line)
             continue
         if kind == "ai-title":
             cut.ai_title = text_or_none(obj.get("aiTitle")) or cut.ai_title
 
         uuid = text_or_none(obj.get("uuid"))
-        if uuid and uuid not in prompt_uuids and is_prompt(obj, sidechain_ok=bool(cut.sub_mode)):
-            prompt_uuids.add(uuid)
-            cut.groups.append(Group(prompt=line, lines=[line]))
-            current = len(cut.groups) - 1
-            uuid_group[uuid] = current
-            continue
         target = current
         for key in ("parentUuid", "logicalParentUuid"):
             parent = text_or_none(obj.get(key))
             if parent and parent in uuid_group:
                 target = uuid_group[parent]
                 break
+        if uuid and uuid not in prompt_uuids:
+            ok = bool(cut.sub_mode)
+            command = is_command_prompt(obj, sidechain_ok=ok)
+            if command or is_prompt(obj, sidechain_ok=ok):
+                prompt_uuids.add(uuid)
+                group = Group(prompt=line, lines=[line], tentative=command, fallback=target)
+                cut.groups.append(group)
+                current = len(cut.groups) - 1
+                uuid_group[uuid] = current
+                continue
         if target is None:
             cut.preamble.append(line)
             continue
@@ -326,6 +392,35 @@ def _cut(lines: Iterator[Line], cut: _Cut, problems: list[Problem]) -> Iterator[
             uuid_group[uuid] = target
     yield from problems
     problems.clear()
+    _settle(cut)
+
+
+def _settle(cut: _Cut) -> None:
+    """Slash commands the agent did not work on (``/model``, ``/clear``: no
+    line of the agent follows them) are no turns: their lines go back to the
+    group they would have joined, or before the first prompt."""
+    keep: list[int] = []
+    into: dict[int, int | None] = {}  # a dropped group -> where its lines went
+    for i, g in enumerate(cut.groups):
+        if g.tentative and not any(ln.obj.get("type") == "assistant" for ln in g.lines):
+            to = g.fallback
+            while to is not None and to in into:
+                to = into[to]
+            into[i] = to
+        else:
+            keep.append(i)
+    if not into:
+        return
+    for i, to in into.items():
+        lines = cut.groups[i].lines
+        if to is None:
+            cut.preamble.extend(lines)
+        else:
+            cut.groups[to].lines.extend(lines)
+    for i in keep:
+        cut.groups[i].lines.sort(key=lambda ln: ln.lineno)
+    cut.preamble.sort(key=lambda ln: ln.lineno)
+    cut.groups = [cut.groups[i] for i in keep]
 
 
 def parse_file(
@@ -382,8 +477,13 @@ def parse_file(
         yield from problems
         problems.clear()
 
-    title = cut.ai_title or cut.summary_title
+    # a sub-agent's file never titles its parent's session
+    title = None if sub_mode else cut.ai_title or cut.summary_title
     yield SessionMeta(session_id=session_id, title=title, project=project)
+
+    spawn_prompt: str | None = None
+    if sub_mode and subagent and groups and groups[0].prompt is None:
+        spawn_prompt = _spawn_prompt(path, layout, session_id, subagent, redact)
 
     tool_steps: dict[str, dict[str, Any]] = {}
     for group in groups:
@@ -397,6 +497,7 @@ def parse_file(
             subagent_meta=subagent_meta,
             tool_steps=tool_steps,
             problems=problems,
+            spawn_prompt=spawn_prompt if group.prompt is None else None,
         )
         yield from problems
         problems.clear()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,22 @@ _COMMAND_PREFIXES = (
 
 
 _CAVEAT_TAG = "<local-command-caveat>"
+
+
+#: a slash command the person typed: the line that may start a turn when the
+#: agent then works on it (``/init``, a skill, a custom command)
+_SLASH_PREFIXES = ("<command-name>", "<command-message>")
+_COMMAND_NAME = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
+_COMMAND_ARGS = re.compile(r"<command-args>\s*(.*?)\s*</command-args>", re.S)
+
+
+#: context an IDE extension sends with a prompt (``<ide_selection>``,
+#: ``<ide_opened_file>``, ...): one whole tag block, not what was asked
+_IDE_BLOCK = re.compile(r"\s*<(ide_[A-Za-z_]+)>.*?</\1>\s*", re.S)
+
+
+#: the prompt Claude Code primes an Explore sub-agent with
+WARMUP = "Warmup"
 
 
 _READ_TOOLS = frozenset({"Read", "NotebookRead"})
@@ -109,6 +126,47 @@ def _is_interrupt(text: str) -> bool:
     return text.strip().startswith(_INTERRUPT_PREFIX)
 
 
+def _is_slash_command(text: str) -> bool:
+    return text.lstrip().startswith(_SLASH_PREFIXES)
+
+
+def command_text(text: str) -> str:
+    """A slash-command wrapper as the person typed it: ``/init``, ``/review 12``."""
+    name = _COMMAND_NAME.search(text)
+    if name is None:
+        return text.strip()
+    args = _COMMAND_ARGS.search(text)
+    words = [name.group(1)] + ([args.group(1)] if args and args.group(1) else [])
+    return " ".join(words)
+
+
+def split_ide(text: str) -> tuple[str, list[str]]:
+    """A prompt's text apart from the IDE context blocks it begins with (or
+    that are whole text blocks of it): (what was typed, the IDE blocks)."""
+    found: list[str] = []
+    pos = 0
+    while m := _IDE_BLOCK.match(text, pos):
+        found.append(m.group(0).strip())
+        pos = m.end()
+    return text[pos:], found
+
+
+def is_command_prompt(obj: dict[str, Any], *, sidechain_ok: bool = False) -> bool:
+    """A user line holding a slash command: it starts a turn when the agent
+    worked on it (a line of the agent follows it), else its lines stay in
+    the turn they follow (see claude_code's module doc)."""
+    if obj.get("type") != "user":
+        return False
+    if obj.get("isSidechain") is True and not sidechain_ok:
+        return False
+    if obj.get("isMeta") or obj.get("isCompactSummary") or obj.get("isVisibleInTranscriptOnly"):
+        return False
+    content = _message(obj).get("content")
+    if _is_tool_result_carrier(content):
+        return False
+    return _is_slash_command(_user_text(content))
+
+
 def is_prompt(obj: dict[str, Any], *, sidechain_ok: bool = False) -> bool:
     """True when ``obj`` is a user line that starts a turn (see the module doc)."""
     if obj.get("type") != "user":
@@ -169,6 +227,10 @@ class Group:
     prompt: Line | None  # None: a sub-agent turn whose prompt line is missing
     lines: list[Line] = field(default_factory=list)  # own records, file order
     extra_raw: list[tuple[int, str]] = field(default_factory=list)  # preamble, summaries
+    #: a slash command's group: a turn only if the agent worked on it, else its
+    #: lines go back to the group they would have joined (``fallback``)
+    tentative: bool = False
+    fallback: int | None = None
 
 
 @dataclass
@@ -199,6 +261,8 @@ class _TurnBuilder:
         self.cwd = text_or_none(self.head.obj.get("cwd"))
         self.last_time: str | None = None
         self.asked = ""
+        #: the sub-agents this turn's Task/Agent calls started, in order
+        self.subagents: dict[str, None] = {}
 
     def read(self) -> None:
         for line in self.group.lines:
@@ -222,15 +286,43 @@ class _TurnBuilder:
                 self._system(obj, at)
 
     def _user_content(self, text: str, content: Any, at: str | None) -> None:
-        if text or isinstance(content, str):
-            self.steps.append({"type": "user", "text": text, "at": at})
+        typed, ide = self._typed(text, content)
+        for context in ide:
+            self.steps.append(_event("context", context, at))
+        if typed or (isinstance(content, str) and not ide):
+            self.steps.append({"type": "user", "text": typed, "at": at})
         for block in _blocks(content):
             if block.get("type") == "image":
                 self.steps.append(_image_step(block, at))
 
+    @staticmethod
+    def _typed(text: str, content: Any) -> tuple[str, list[str]]:
+        """(what the person typed, the IDE context blocks sent with it)."""
+        if not isinstance(content, list):
+            rest, blocks = split_ide(text)
+            return (rest.strip() if blocks else text), blocks
+        parts: list[str] = []
+        ide: list[str] = []
+        for b in _blocks(content):
+            if b.get("type") != "text" or not isinstance(b.get("text"), str):
+                continue
+            typed, found = split_ide(b["text"])
+            ide += found
+            if not found:
+                parts.append(typed)
+            elif typed.strip():
+                parts.append(typed.strip())
+        return "\n".join(parts), ide
+
     def _prompt(self, content: Any, at: str | None) -> None:
-        self.asked = _user_text(content)
-        self._user_content(self.asked, content, at)
+        text = _user_text(content)
+        if _is_slash_command(text):
+            # a slash command the agent worked on: asked is the command as typed
+            self.asked = command_text(text)
+            self.steps.append({"type": "user", "text": self.asked, "at": at})
+            return
+        self.asked = self._typed(text, content)[0]
+        self._user_content(text, content, at)
 
     def _interrupt(self, text: str, at: str | None) -> None:
         self.interrupted = True
@@ -241,10 +333,16 @@ class _TurnBuilder:
             self.steps.append(_event("compact", _user_text(content), at))
             return
         if _is_tool_result_carrier(content):
-            for block in _blocks(content):
+            blocks = _blocks(content)
+            spawned = _spawned(obj, blocks)
+            for block in blocks:
                 btype = block.get("type")
                 if btype == "tool_result":
-                    _tool_result(block, at, self.steps, self.tool_steps)
+                    step = _tool_result(block, at, self.steps, self.tool_steps)
+                    if spawned is not None:
+                        # the Task/Agent call that started a sub-agent names it
+                        step["subagent"] = spawned
+                        self.subagents.setdefault(spawned, None)
                 elif btype == "text":
                     text = text_or_none(block.get("text")) or ""
                     if _is_interrupt(text):
@@ -338,6 +436,7 @@ def build_turn(
     subagent_meta: Any,
     tool_steps: dict[str, dict[str, Any]],
     problems: list[Problem],
+    spawn_prompt: str | None = None,
 ) -> dict[str, Any] | None:
     lines = group.lines
     if not lines:
@@ -389,8 +488,22 @@ def build_turn(
         "steps": b.steps,
         "raw": [text for _, text in raw_pairs],
     }
+    extra: dict[str, Any] = {}
     if subagent_meta is not None:
-        turn["extra"] = {"subagent_meta": subagent_meta}
+        extra["subagent_meta"] = subagent_meta
+    if b.subagents:
+        extra["subagents"] = list(b.subagents)
+    if sub_mode and group.prompt is None:
+        if spawn_prompt is not None:
+            # the prompt line is missing: the parent's call says what it asked
+            turn["asked"] = spawn_prompt
+            extra["asked_from"] = "parent"
+        else:
+            extra["warmup"] = True  # no prompt, and no call started it
+    elif sub_mode and b.asked.strip() == WARMUP:
+        extra["warmup"] = True
+    if extra:
+        turn["extra"] = extra
     return turn
 
 
@@ -454,12 +567,24 @@ def _tool_use(
     return is_untrusted_tool(name)
 
 
+def _spawned(obj: dict[str, Any], blocks: list[dict[str, Any]]) -> str | None:
+    """The sub-agent a tool-result line reports on: ``toolUseResult.agentId``
+    of a line carrying one tool result (a Task/Agent call's)."""
+    result = obj.get("toolUseResult")
+    if not isinstance(result, dict):
+        return None
+    agent_id = text_or_none(result.get("agentId"))
+    if not agent_id or sum(1 for b in blocks if b.get("type") == "tool_result") != 1:
+        return None
+    return agent_id
+
+
 def _tool_result(
     block: dict[str, Any],
     at: str | None,
     steps: list[dict[str, Any]],
     tool_steps: dict[str, dict[str, Any]],
-) -> None:
+) -> dict[str, Any]:
     tool_id = text_or_none(block.get("tool_use_id")) or ""
     step = tool_steps.get(tool_id) if tool_id else None
     if step is None:
@@ -477,3 +602,4 @@ def _tool_result(
         steps.append(step)
     step["output"] = _tool_output(block.get("content"))
     step["is_error"] = block.get("is_error") is True
+    return step

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from histstore.errors import BadInput, NotFound
-from histstore.history.importers import claude_code, turns_jsonl
+from histstore.history.importers import claude_code, codex, turns_jsonl
 from histstore.store.fsutil import open_regular
 
-FORMATS = ("turns", "claude-code")
+FORMATS = ("turns", "claude-code", "codex")
 
 
 def detect_file(path: Path) -> str | None:
@@ -27,6 +27,8 @@ def detect_file(path: Path) -> str | None:
                     return "turns"
                 if isinstance(obj, dict) and claude_code.is_claude_code_line(obj):
                     return "claude-code"
+                if codex.is_codex_line(obj):
+                    return "codex"
     except OSError:
         return None
     return None

@@ -1,0 +1,387 @@
+"""The summary: every current turn's listing facts in one small local table.
+
+``hs log -n 20``, ``hs status`` and ``hs show <turn id>`` must not read every
+session of a large store (at 1M turns that is seconds). The summary is a
+SQLite file, ``local/summary.sqlite``, holding per turn what a listing needs
+(session, turn id, object, time, project, subagent) and per session its
+revision, title, project, agent and counts — like git's commit-graph: derived
+data, rebuilt from the session refs at any time, never synced.
+
+It follows the refs log as the recall index does (docs/format.md, "The
+summary"): ``applied_op`` names the last operation it reflects; catching up
+replays the session ref changes logged since — a revision that adds turns to
+the one before it (a delta) costs the turns it adds; any other move (an undo,
+a merge, a sync) re-reads that session. One transaction per catch-up, under
+``local/summary.lock``, so a reader sees it before or after, never half.
+Readers catch it up when it is behind (two ids compared: cheap); when it
+cannot be written (a read-only store) they read the sessions as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from histstore.errors import CorruptObject, CorruptStore, HistError, NotFound
+from histstore.history.project import project_key
+from histstore.store import fsutil
+from histstore.store.kinds import SessionRev, TurnEntry, parse
+from histstore.store.store import SESSION_PREFIX, Store
+
+SCHEMA = "1"
+NAME = "summary.sqlite"
+
+DDL = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE session (
+    session_id TEXT PRIMARY KEY,
+    rev TEXT NOT NULL,
+    project TEXT NOT NULL,
+    pkey TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    title TEXT,
+    turns INTEGER NOT NULL
+);
+CREATE TABLE turn (
+    session_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    object TEXT NOT NULL,
+    asked_at TEXT NOT NULL,
+    project TEXT NOT NULL,
+    pkey TEXT NOT NULL,
+    subagent TEXT,
+    PRIMARY KEY (session_id, turn_id)
+) WITHOUT ROWID;
+CREATE INDEX turn_time ON turn (asked_at, turn_id);
+CREATE INDEX turn_id ON turn (turn_id);
+CREATE INDEX turn_pkey ON turn (pkey, asked_at);
+CREATE INDEX turn_project ON turn (project, asked_at);
+"""
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """A session as the summary lists it (no turns: ask the store for those)."""
+
+    session_id: str
+    rev: str
+    project: str
+    agent: str
+    title: str | None
+    turns: int
+
+
+@dataclass(frozen=True)
+class Row:
+    session: SessionInfo
+    entry: TurnEntry
+
+
+class Unavailable(Exception):
+    """The summary cannot be used here (cannot be written): read the sessions."""
+
+
+class Summary:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.dir = store.root / "local"
+        self.path = self.dir / NAME
+        self._conn: sqlite3.Connection | None = None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Summary:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ opening
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is not None:
+            return self._conn
+        for attempt in range(2):
+            try:
+                self._conn = self._open()
+                return self._conn
+            except sqlite3.DatabaseError as e:
+                if isinstance(e, sqlite3.OperationalError) or attempt:
+                    raise Unavailable(str(e)) from None
+                self._drop()  # not a database: derived data, start it again
+            except OSError as e:
+                raise Unavailable(str(e)) from None
+        raise AssertionError("unreachable")
+
+    def _open(self) -> sqlite3.Connection:
+        self.dir.mkdir(exist_ok=True)
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            if not fsutil.FSYNC:
+                conn.execute("PRAGMA synchronous = OFF")  # the test-only switch
+            else:
+                conn.execute("PRAGMA synchronous = NORMAL")
+            have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+            if "meta" not in have:
+                conn.executescript("BEGIN IMMEDIATE;" + DDL + "COMMIT;")
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA,))
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _drop(self) -> None:
+        self.close()
+        with contextlib.suppress(OSError):
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(self.path) + suffix).unlink(missing_ok=True)
+
+    def _meta(self, conn: sqlite3.Connection, key: str) -> str | None:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def current(self) -> sqlite3.Connection:
+        """The summary, caught up with the refs log (Unavailable when it cannot
+        be read or written here)."""
+        conn = self._connect()
+        try:
+            if self._meta(conn, "schema") != SCHEMA:
+                self._reset(conn)
+            last = self.store.refs.last_operation()
+            want = last.op if last is not None else ""
+            if (self._meta(conn, "applied_op") or "") != want or self._meta(conn, "built") is None:
+                self._catch_up(conn)
+        except sqlite3.DatabaseError as e:
+            # a damaged file is derived data: start it again next time
+            self._drop()
+            raise Unavailable(f"the summary was damaged ({e}); it is rebuilt next time") from None
+        return conn
+
+    def _reset(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("DELETE FROM turn")
+        conn.execute("DELETE FROM session")
+        conn.execute("DELETE FROM meta")
+        conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA,))
+        conn.execute("COMMIT")
+
+    # ----------------------------------------------------------- catching up
+
+    def _catch_up(self, conn: sqlite3.Connection) -> None:
+        """Replay the operations logged since ``applied_op`` in one transaction
+        (BEGIN IMMEDIATE serializes catch-ups; the one that waited finds the
+        work done)."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            applied = self._meta(conn, "applied_op")
+            built = self._meta(conn, "built")
+            ops = self.store.refs.operations_after(applied) if built else None
+            if ops is None:
+                self._rebuild(conn)
+            else:
+                for op in ops:
+                    for c in op.changes:
+                        if c.ref.startswith(SESSION_PREFIX):
+                            self._move(conn, c.ref[len(SESSION_PREFIX) :], c.old, c.new)
+                    self._set(conn, "applied_op", op.op)
+                    self._bump(conn, 1)
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+
+    def _set(self, conn: sqlite3.Connection, key: str, value: str) -> None:
+        conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def _bump(self, conn: sqlite3.Connection, n: int) -> None:
+        have = int(self._meta(conn, "operations") or "0")
+        self._set(conn, "operations", str(have + n))
+
+    def _rebuild(self, conn: sqlite3.Connection) -> None:
+        conn.execute("DELETE FROM turn")
+        conn.execute("DELETE FROM session")
+        last = None
+        count = 0
+        for line in self.store.refs.read_log():
+            if line.op is not None:
+                last = line.op.op
+                count += 1
+        for sid, rev in self.store.session_refs().items():
+            self._put_session(conn, sid, rev)
+        self._set(conn, "applied_op", last or "")
+        self._set(conn, "operations", str(count))
+        self._set(conn, "built", "1")
+
+    def _move(self, conn: sqlite3.Connection, sid: str, old: str | None, new: str | None) -> None:
+        if new is None:
+            conn.execute("DELETE FROM turn WHERE session_id = ?", (sid,))
+            conn.execute("DELETE FROM session WHERE session_id = ?", (sid,))
+            return
+        have = conn.execute("SELECT rev FROM session WHERE session_id = ?", (sid,)).fetchone()
+        try:
+            rev: SessionRev = parse(new, *self.store.objects.get(new))
+        except (NotFound, CorruptObject):
+            # gone since (a later operation moved on, gc past the window): the
+            # ref's value now is what counts, and a later change brings it
+            conn.execute("DELETE FROM turn WHERE session_id = ?", (sid,))
+            conn.execute("DELETE FROM session WHERE session_id = ?", (sid,))
+            return
+        if not rev.full and have is not None and rev.parents == [have[0]]:
+            # a delta on the revision the summary holds: just the turns it adds
+            self._put_turns(conn, sid, rev.project, rev.turns)
+            self._put_row(conn, sid, new, rev.project, rev.agent, rev.title, rev.count)
+            return
+        self._put_session(conn, sid, new)
+
+    def _put_session(self, conn: sqlite3.Connection, sid: str, rev_id: str) -> None:
+        try:
+            s = self.store.load_session(rev_id)
+        except (NotFound, CorruptObject):
+            conn.execute("DELETE FROM turn WHERE session_id = ?", (sid,))
+            conn.execute("DELETE FROM session WHERE session_id = ?", (sid,))
+            return
+        conn.execute("DELETE FROM turn WHERE session_id = ?", (sid,))
+        self._put_turns(conn, sid, s.project, s.turns)
+        self._put_row(conn, sid, rev_id, s.project, s.agent, s.title, len(s.turns))
+
+    def _put_turns(
+        self, conn: sqlite3.Connection, sid: str, project: str, turns: list[TurnEntry]
+    ) -> None:
+        conn.executemany(
+            "INSERT OR REPLACE INTO turn VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    sid,
+                    t.turn_id,
+                    t.object,
+                    t.asked_at,
+                    t.project or project,
+                    project_key(t.project or project),
+                    t.subagent,
+                )
+                for t in turns
+            ],
+        )
+
+    def _put_row(
+        self,
+        conn: sqlite3.Connection,
+        sid: str,
+        rev: str,
+        project: str,
+        agent: str,
+        title: str | None,
+        turns: int,
+    ) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO session VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (sid, rev, project, project_key(project), agent, title, turns),
+        )
+
+    # ---------------------------------------------------------------- reads
+
+    def log(
+        self,
+        *,
+        session: str | None = None,
+        project: str | None = None,
+        since: str | None = None,
+        limit: int | None = None,
+        agent: str | None = None,
+    ) -> list[Row]:
+        """Current turns matching the filters, newest first (as
+        histstore.history.reading.log_entries orders them)."""
+        conn = self.current()
+        where: list[str] = []
+        args: list[str | int] = []
+        if session is not None:
+            where.append("t.session_id = ?")
+            args.append(session)
+        if project is not None:
+            where.append("(t.project = ? OR t.pkey = ?)")
+            args += [project, project_key(project)]
+        if since is not None:
+            where.append("t.asked_at >= ?")
+            args.append(since)
+        if agent is not None:
+            where.append("s.agent = ?")
+            args.append(agent)
+        sql = (
+            "SELECT t.session_id, t.turn_id, t.object, t.asked_at, t.subagent, t.project,"
+            " s.rev, s.project, s.agent, s.title, s.turns"
+            " FROM turn t JOIN session s ON s.session_id = t.session_id"
+        )
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY t.asked_at DESC, t.turn_id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [_row(r) for r in conn.execute(sql, args)]
+
+    def turns_named(self, text: str) -> list[Row]:
+        """The turns whose id is ``text`` or starts with it (at most 11)."""
+        conn = self.current()
+        hi = text + "\U0010ffff"
+        rows = conn.execute(
+            "SELECT t.session_id, t.turn_id, t.object, t.asked_at, t.subagent, t.project,"
+            " s.rev, s.project, s.agent, s.title, s.turns"
+            " FROM turn t JOIN session s ON s.session_id = t.session_id"
+            " WHERE t.turn_id >= ? AND t.turn_id < ? ORDER BY t.turn_id LIMIT 11",
+            (text, hi),
+        )
+        return [_row(r) for r in rows]
+
+    def sessions(self) -> Iterator[SessionInfo]:
+        conn = self.current()
+        for r in conn.execute(
+            "SELECT session_id, rev, project, agent, title, turns FROM session ORDER BY session_id"
+        ):
+            yield SessionInfo(*r)
+
+    def counts(self) -> dict[str, Any]:
+        """Sessions, turns, projects, turns per agent, operations."""
+        conn = self.current()
+        sessions, turns = conn.execute(
+            "SELECT count(*), coalesce(sum(turns), 0) FROM session"
+        ).fetchone()
+        projects = conn.execute("SELECT count(DISTINCT pkey) FROM session").fetchone()[0]
+        agents = dict(
+            conn.execute("SELECT agent, sum(turns) FROM session GROUP BY agent ORDER BY agent")
+        )
+        return {
+            "sessions": int(sessions),
+            "turns": int(turns),
+            "projects": int(projects),
+            "agents": {str(k): int(v) for k, v in agents.items()},
+            "operations": int(self._meta(conn, "operations") or "0"),
+        }
+
+
+def _row(r: tuple[Any, ...]) -> Row:
+    sid, tid, obj, asked_at, sub, tproject, rev, sproject, agent, title, count = r
+    own = tproject if tproject != sproject else None
+    return Row(
+        SessionInfo(sid, rev, sproject, agent, title, count),
+        TurnEntry(tid, obj, asked_at, sub, own),
+    )
+
+
+def open_summary(store: Store) -> Summary | None:
+    """The store's summary caught up, or None when it cannot be used here."""
+    s = Summary(store)
+    try:
+        s.current()
+    except (Unavailable, HistError, CorruptStore):
+        s.close()
+        return None
+    return s

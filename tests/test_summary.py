@@ -1,0 +1,122 @@
+"""The summary: hs log, status and show read it, and it always agrees with
+reading every session (histstore/history/summary.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from helpers import HS, turn_record, write_turns
+
+from histstore.history.summary import Summary
+from histstore.ops.importing import import_paths, record_turn
+from histstore.ops.undo import undo
+from histstore.store.store import Store
+
+
+def _scanned(store: Store, project: str | None = None) -> list[tuple[str, str, str, str]]:
+    """Every current turn, newest first, read from the sessions (no summary)."""
+    out = []
+    for s in store.sessions():
+        for t in s.turns:
+            own = t.project or s.project
+            if project is None or own == project:
+                out.append((t.asked_at, t.turn_id, s.session_id, t.object))
+    out.sort(reverse=True)
+    return out
+
+
+def _summarized(store: Store, project: str | None = None) -> list[tuple[str, str, str, str]]:
+    with Summary(store) as s:
+        return [
+            (r.entry.asked_at, r.entry.turn_id, r.session.session_id, r.entry.object)
+            for r in s.log(project=project)
+        ]
+
+
+def _agree(store: Store) -> None:
+    assert _summarized(store) == _scanned(store)
+    with Summary(store) as s:
+        counts = s.counts()
+    sessions = list(store.sessions())
+    assert counts["sessions"] == len(sessions)
+    assert counts["turns"] == sum(len(x.turns) for x in sessions)
+    assert counts["operations"] == len(store.operations())
+
+
+def test_the_summary_follows_every_kind_of_operation(store: Store, tmp_path: Path) -> None:
+    _agree(store)  # empty
+    recs = [turn_record(i, session_id=f"s{i % 3}") for i in range(1, 30)]
+    op = import_paths(store, [write_turns(tmp_path / "a.jsonl", recs)]).operation
+    _agree(store)
+    for i in range(30, 35):  # deltas, one turn each
+        record_turn(store, json.dumps(turn_record(i, session_id="s1")))
+        _agree(store)
+    # a revised turn: same id, other content
+    record_turn(store, json.dumps(turn_record(31, session_id="s1", answered="changed")))
+    _agree(store)
+    assert op is not None
+    # newest first: sessions moved back to older revisions, then removed
+    for later in reversed(store.refs.operations_after(op.op) or []):
+        undo(store, later.op)
+        _agree(store)
+    undo(store, op.op)
+    _agree(store)
+    assert _summarized(store) == []
+
+
+def test_a_summary_left_behind_catches_up_and_a_damaged_one_is_rebuilt(
+    store: Store, tmp_path: Path
+) -> None:
+    recs = [turn_record(i, session_id="s") for i in range(1, 10)]
+    import_paths(store, [write_turns(tmp_path / "a.jsonl", recs)])
+    _agree(store)
+    # operations the summary was not told of (as a sync or a forget would be)
+    from histstore.history.importing import store_record
+
+    store_record(store, json.dumps(turn_record(50, session_id="t")), "hs record")
+    _agree(store)
+    path = store.root / "local" / "summary.sqlite"
+    for suffix in ("-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    path.write_bytes(b"this is no database" * 100)
+    assert _summarized(store) == _scanned(store)  # dropped and rebuilt
+
+
+def test_log_project_matches_the_turns_own_project(hs: HS, tmp_path: Path) -> None:
+    """A session whose turns moved to another directory: --project names the
+    turn's own (cli.md), not the session's."""
+    hs("init")
+    recs = [
+        turn_record(1, session_id="s", project="/work/app"),
+        turn_record(2, session_id="s", project="/work/lib"),
+        turn_record(3, session_id="s", project="/work/lib"),
+    ]
+    assert hs("import", str(write_turns(tmp_path / "a.jsonl", recs))).exit_code == 0
+    got = hs.json_lines("log", "--json", "--project", "/work/lib")
+    assert [t["turn_id"] for t in got] == ["turn-0003", "turn-0002"]
+    got = hs.json_lines("log", "--json", "--project", "/work/app")
+    assert [t["turn_id"] for t in got] == ["turn-0001"]
+
+
+def test_log_limit_status_and_show_read_the_summary(
+    hs: HS, store_path: Path, tmp_path: Path
+) -> None:
+    hs("init")
+    recs = [turn_record(i, session_id=f"s{i % 4}") for i in range(1, 41)]
+    hs("import", str(write_turns(tmp_path / "a.jsonl", recs)))
+    r = hs("log", "--json", "-n", "5")
+    got: list[Any] = [json.loads(x) for x in r.stdout.splitlines()]
+    with Store.open(store_path) as s:
+        want = _scanned(s)[:5]
+    assert [(t["asked_at"], t["turn_id"]) for t in got] == [(w[0], w[1]) for w in want]
+    st = json.loads(hs("status", "--json").stdout)
+    assert (st["sessions"], st["turns"], st["operations"]) == (4, 40, 1)
+    assert sum(st["agents"].values()) == 40
+    r = hs("show", "turn-0007")
+    assert r.exit_code == 0 and "turn turn-0007" in r.stdout
+    r = hs("show", "turn-000")
+    assert r.exit_code == 2 and "ambiguous" in r.stderr
+    # the summary is the file that answered
+    assert (store_path / "local" / "summary.sqlite").exists()
