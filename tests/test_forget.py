@@ -598,3 +598,68 @@ def test_a_whole_turn_id_is_found_without_reading_every_session(
     filled("forget", SID_B, "--confirm", SID_B)
     r = filled("forget", "turn-0001", "--confirm", "turn-0001")
     assert r.exit_code == 2 and "ambiguous" in r.stderr
+
+
+def _index_terms(store_path: Path, word: str) -> list[str]:
+    """Where ``word`` is still a term of any generation's files (deleted
+    documents included: a segment's term dictionary keeps them until merged),
+    read by a fresh reader."""
+    import tantivy
+
+    from histstore.recall.fields import FIELDS
+
+    found = []
+    for gen in sorted((store_path / "index").glob("gen-*")):
+        if gen.is_dir():
+            searcher = tantivy.Index.open(str(gen)).searcher()
+            found += [f"{gen.name}:{f}" for f in FIELDS if searcher.terms_with_prefix(f, word)]
+    return found
+
+
+def test_forget_unforget_undo_are_commits_and_gc_purges_the_text(
+    filled: HS, store_path: Path
+) -> None:
+    """Each marker is a delete (or re-add) and a commit in the generation that
+    serves, done before the command reports; the excluded text leaves the
+    index files at the next hs gc (issue 12, point 5)."""
+
+    def status() -> dict[str, Any]:
+        return filled.json_lines("plumbing", "index-status")[0]
+
+    before = status()
+    gen = before["generation"]
+    r = filled("forget", "turn-0001", "--confirm", "turn-0001", "--exclude")
+    assert r.exit_code == 0 and r.stderr == ""
+    assert r.stdout.splitlines()[-1] == (
+        f"  index updated: generation {gen}; recall no longer finds it"
+    )
+    st = status()
+    assert (st["generation"], st["rows"], st["deleted"], st["stale"]) == (
+        gen,
+        before["rows"] - 1,
+        1,
+        False,
+    )
+    assert recall_ids(filled) == ["turn-0002", "turn-0003"]
+    r = filled("unforget", "turn-0001", "--confirm", "turn-0001")
+    assert r.exit_code == 0 and r.stderr == ""
+    assert r.stdout.splitlines()[-1] == f"  index updated: generation {gen}"
+    st = status()
+    assert (st["generation"], st["rows"], st["stale"]) == (gen, before["rows"], False)
+    assert recall_ids(filled) == ["turn-0001", "turn-0002", "turn-0003"]
+    r = filled("undo")  # of the unforget: excluded again
+    assert r.exit_code == 0 and r.stderr == "" and r.stdout.startswith("undid ")
+    st = status()
+    assert (st["generation"], st["rows"], st["stale"]) == (gen, before["rows"] - 1, False)
+    assert st["deleted"] >= 1
+    assert recall_ids(filled) == ["turn-0002", "turn-0003"]
+    # deleted, not gone: the segments still hold the excluded turn's terms
+    assert _index_terms(store_path, "4471")
+    r = filled("gc")
+    assert r.exit_code == 0 and r.stderr == ""
+    assert _index_terms(store_path, "4471") == []
+    st = status()
+    assert st["deleted"] == 0 and st["rows"] == before["rows"] - 1
+    assert st["generations"] == [st["generation"]]
+    assert recall_ids(filled) == ["turn-0002", "turn-0003"]
+    assert _index_terms(store_path, "ocelot")  # what is still visible stays searchable

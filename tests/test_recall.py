@@ -418,16 +418,31 @@ def test_index_is_rebuildable_to_the_same_answers(filled: Store) -> None:
     assert {q: ids(index.search(q, k=10)) for q in before} == before
 
 
-def test_rollback_serves_the_previous_generation(hs: HS) -> None:
+def test_rollback_serves_the_previous_generation(hs: HS, store_path: Path) -> None:
     hs("init")
-    hs("record", input=json.dumps(turn_record(1)))
+    hs("record", input=json.dumps(turn_record(1, asked="an early gecko")))
     first = hs.json_lines("plumbing", "index-status")[0]["generation"]
     built = hs.json_lines("plumbing", "index-build")[0]
     assert built["generation"] != first and built["stale"] is False
-    back = hs.json_lines("plumbing", "index-rollback")[0]
-    assert back["generation"] == first
+    # a change only the newer generation holds (its commit, with no refs-log
+    # entry: what a bad build would look like)
+    gen = tantivy.Index.open(str(store_path / "index" / built["generation"]))
+    w = gen.writer(20_000_000, 1)
+    w.delete_all_documents()
+    w.commit()
+    w.wait_merging_threads()
+    del gen, w
+    assert hs.json_lines("recall", "-e", "--json", "gecko")[0]["hits"] == []
     r = hs("plumbing", "index-rollback")
-    assert r.exit_code == 2 and "no earlier generation" in r.stderr
+    assert r.exit_code == 0 and r.stderr == ""
+    back = json.loads(r.stdout)
+    assert back["generation"] == first and back["generations"] == [first, built["generation"]]
+    assert (store_path / "index" / "CURRENT").read_text() == first + "\n"
+    hits = hs.json_lines("recall", "-e", "--json", "gecko")[0]["hits"]
+    assert [h["turn_id"] for h in hits] == ["turn-0001"]
+    r = hs("plumbing", "index-rollback")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr == "hs: error: no earlier generation of the recall index is kept\n"
 
 
 def test_generations_are_pruned_to_the_last_few(filled: Store) -> None:
@@ -755,3 +770,180 @@ def test_recall_agent_keeps_one_agents_turns_and_an_empty_query_is_refused(
     r = hs("recall", "  ")
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr == "hs: error: the query is empty; hint: give the words to look for\n"
+
+
+# --------------------------------------------------------------- issue 12, point by point
+
+
+@pytest.mark.parametrize("scan", [False, True], ids=["engine", "scan"])
+def test_filters_select_inside_the_engine_not_among_the_best(
+    store: Store, tmp_path: Path, scan: bool
+) -> None:
+    """The one turn in scope is the weakest match of 81: a filter applied to
+    the best candidates (the engine fetches 50) would lose it."""
+    loud = [
+        turn_record(
+            n,
+            session_id="s-loud",
+            project="/p/loud",
+            agent="codex",
+            asked_at=ago(30),
+            asked="heron heron heron",
+            answered="heron",
+        )
+        for n in range(1, 81)
+    ]
+    quiet = turn_record(
+        99,
+        session_id="s-quiet",
+        project="/p/quiet",
+        agent="claude-code",
+        asked_at=ago(1),
+        asked="what did the birds do",
+        answered="among many other words about the pond a heron was seen once " * 4,
+    )
+    import_paths(store, [write_turns(tmp_path / "t.jsonl", [*loud, quiet])])
+    assert "turn-0099" not in ids(search(store, "heron", scan, k=10))
+    for kw in (
+        {"project": "/p/quiet"},
+        {"project": "/p/quiet/"},
+        {"project": "quiet"},
+        {"project": "quiet/"},
+        {"agent": "claude-code"},
+        {"session": "s-quiet"},
+        {"days": 7},
+    ):
+        res = search(store, "heron", scan, **kw)
+        assert ids(res) == ["turn-0099"], kw
+        assert res.hits[0].field == "answered" and res.hits[0].score > 0, kw
+
+
+def test_cli_filters_and_the_turns_own_project(hs: HS, tmp_path: Path) -> None:
+    """--project is the turn's own project, by path or name; --agent and
+    --session select inside the index (cli.md)."""
+    hs("init")
+    recs = [
+        turn_record(1, session_id="s", project="/p/first", asked="kumquat one", agent="codex"),
+        turn_record(2, session_id="s", project="/p/second", asked="kumquat two", agent="codex"),
+        turn_record(3, session_id="t", project="/p/second", asked="kumquat three"),
+    ]
+    assert hs("import", str(write_turns(tmp_path / "t.jsonl", recs))).exit_code == 0
+
+    def found(*args: str) -> list[str]:
+        r = hs("recall", *args, "kumquat")
+        assert r.exit_code == 0 and r.stderr == "", args
+        return [
+            line.split("turn ")[1].split()[0] for line in r.stdout.splitlines() if " turn " in line
+        ]
+
+    assert found("--project", "/p/second") == ["turn-0003", "turn-0002"]
+    assert found("--project", "/p/second/") == ["turn-0003", "turn-0002"]
+    assert found("--project", "first") == ["turn-0001"]
+    assert found("--project", "second", "--session", "s") == ["turn-0002"]
+    assert found("-e", "--agent", "codex") == ["turn-0002", "turn-0001"]
+    r = hs("recall", "--project", "first", "--session", "t", "kumquat")
+    assert r.exit_code == 0 and r.stderr == ""
+    assert r.stdout == "no turn matches 'kumquat' in first in session t (try --everywhere)\n"
+    out = hs.json_lines("recall", "-e", "--session", "t", "--json", "kumquat")[0]
+    assert out["session"] == "t" and [h["turn_id"] for h in out["hits"]] == ["turn-0003"]
+
+
+def test_cli_scan_fallback_gives_the_engines_answer(
+    hs: HS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HS_RECALL_FALLBACK forces the scan: the same hits, fields, excerpts,
+    scores and human output on the shared fixture; only ``path`` differs."""
+    hs("init")
+    assert hs("import", str(write_turns(tmp_path / "t.jsonl", corpus()))).exit_code == 0
+    queries = [
+        ["-e", "-k", "10", "login_user cache"],
+        ["-e", "_WithException"],
+        ["--project", "app", "tokens refresh"],
+        ["-e", "--days", "10", "gateway cache"],
+        ["-e", "--agent", "codex", "evict_lru"],
+    ]
+    engine = [(hs("recall", *q), hs("recall", "--json", *q)) for q in queries]
+    monkeypatch.setenv("HS_RECALL_FALLBACK", "1")
+    for q, (text, js) in zip(queries, engine, strict=True):
+        t2, j2 = hs("recall", *q), hs("recall", "--json", *q)
+        assert (t2.exit_code, t2.stdout, t2.stderr) == (0, text.stdout, ""), q
+        a, b = json.loads(js.stdout), json.loads(j2.stdout)
+        assert (a.pop("path"), b.pop("path")) == ("tantivy", "scan")
+        for x, y in zip(a["hits"], b["hits"], strict=True):
+            assert x.pop("score") == pytest.approx(y.pop("score"), rel=1e-3), q
+        assert a == b and a["hits"], q
+
+
+def test_a_push_init_then_a_record_commits_in_place(
+    hs: HS, store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After `hs push --init` (a remotes/ ref per session moved) the index is
+    behind by the push; the next write replays it as nothing: no rebuild, no
+    session read for it (the FTS5 index counted those refs and rebuilt)."""
+    hs("init")
+    recs = [turn_record(n, session_id=f"s-{n}", asked=f"topic {n}") for n in range(1, 7)]
+    assert hs("import", str(write_turns(tmp_path / "t.jsonl", recs))).exit_code == 0
+    with Store.open(store_path) as s:
+        index = RecallIndex(s)
+        gen = index.gens.current()
+        assert gen is not None
+        before_push = gen.applied_op
+    assert hs("remote", "add", "lap", str(tmp_path / "lap")).exit_code == 0
+    r = hs("push", "lap", "--init")
+    assert r.exit_code == 0, r.stderr
+    with Store.open(store_path) as s:
+        assert len(s.refs.list_refs("remotes/")) >= 6
+        index = RecallIndex(s)
+        gen = index.gens.current()
+        # a push moves no session of this store: its index is left behind it
+        assert gen is not None and gen.applied_op == before_push and index.behind()
+    read: list[str | None] = []
+    real = replay._entries
+
+    def entries(store: Store, rev: str | None) -> Any:
+        read.append(rev)
+        return real(store, rev)
+
+    def no_build(self: RecallIndex) -> str:
+        raise AssertionError("a catch-up rebuilt the index")
+
+    monkeypatch.setattr(replay, "_entries", entries)
+    monkeypatch.setattr(RecallIndex, "_build", no_build)
+    r = hs("record", input=json.dumps(turn_record(9, session_id="s-new", asked="a late okapi")))
+    assert r.exit_code == 0 and r.stderr == ""
+    st = hs.json_lines("plumbing", "index-status")[0]
+    assert st["generation"] == gen.name and st["stale"] is False and st["rows"] == 7
+    assert read == [None, read[1]] and read[1] is not None  # the new session's revision only
+    out = hs.json_lines("recall", "-e", "--json", "okapi")[0]
+    assert [h["turn_id"] for h in out["hits"]] == ["turn-0009"]
+
+
+def test_a_search_never_waits_for_an_index_writer(hs: HS, store_path: Path) -> None:
+    """An index behind while a writer holds the index lock: recall answers from
+    what is there (no error, no wait) and catches up once the lock is free."""
+    import filelock
+
+    hs("init")
+    hs("record", input=json.dumps(turn_record(1, asked="first capybara")))
+    with Store.open(store_path) as s:
+        gen = RecallIndex(s).gens.current()
+        assert gen is not None
+        applied = gen.applied_op
+    hs("record", input=json.dumps(turn_record(2, asked="second capybara")))
+    with Store.open(store_path) as s:
+        gens = RecallIndex(s).gens
+        gen = gens.current()
+        assert gen is not None
+        gens.write_meta(gen.name, {**gen.meta, "applied_op": applied})
+        # the commit of turn 2 is undone too: the generation as it was then
+        engine_index = tantivy.Index.open(str(gen.path))
+        w = engine_index.writer(20_000_000, 1)
+        w.delete_documents_by_term("key", "turn-0002~sess-a")
+        w.commit()
+        w.wait_merging_threads()
+    held = filelock.FileLock(str(store_path / "index" / "lock"))
+    with held.acquire(timeout=0):
+        out = hs.json_lines("recall", "-e", "--json", "capybara")[0]
+        assert [h["turn_id"] for h in out["hits"]] == ["turn-0001"]
+    r = hs("recall", "-e", "capybara")
+    assert r.exit_code == 0 and r.stderr == "" and "turn turn-0002" in r.stdout
