@@ -15,7 +15,7 @@ In order, on the seeded 1M turn JSONL (no steps; ~1.9 GB):
 * writes at 1M as processes: ``hs record`` of one turn, ``hs import`` of 100
   new turns, ``hs forget`` / ``hs unforget`` / ``hs undo`` of a turn and of
   a session (the issue: a forget at most 0.5 s);
-* ``RecallIndex.compact`` after them (what ``hs gc`` will call).
+* ``histstore.recall.index.compact`` after them (what ``hs gc`` calls).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import bench_recall as br
 import benchutil as bu
 import pytest
 
-from histstore.recall.index import RecallIndex
+from histstore.recall.index import RecallIndex, compact
 from histstore.store.store import Store
 
 MB = 1e6
@@ -197,8 +197,8 @@ def _writes(store: Store, root: Path, work: Path, hs: list[str]) -> None:
             f"hs undo {br.ms(statistics.median(d))} (medians of {RUNS})"
         )
     began = time.perf_counter()
-    status = RecallIndex(store).compact()
+    status = compact(store)
     bu.note(
-        f"1m RecallIndex.compact (for hs gc) after the forgets: {time.perf_counter() - began:.1f} s; "
+        f"1m recall.index.compact (what hs gc calls) after the forgets: {time.perf_counter() - began:.1f} s; "
         f"{status.deleted} deleted documents left, {status.segments} segments"
     )
