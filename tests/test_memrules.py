@@ -495,7 +495,10 @@ def test_render_note_refuses_what_breaks_a_frontmatter_rule() -> None:
 _body_text = st.text(st.characters(blacklist_characters="\0\r", blacklist_categories=["Cs"]))
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=1000 if os.environ.get("HS_HYPOTHESIS_PROFILE") == "deep" else 100,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(
     name=st.text(min_size=1).filter(lambda s: "," not in s and s.strip() and "\n" not in s),
     description=st.text(min_size=1).filter(lambda s: s.strip() and "\n" not in s),
