@@ -826,3 +826,12 @@ def test_merge_index_keeps_entries_added_on_both_sides_and_names_a_clash() -> No
     text2, clash2 = merge_index("MEMORY.md", changed_a, changed_b, base) or (b"", False)
     assert clash2 and b"a1" in text2 and b"a2" not in text2
     assert merge_index("MEMORY.md", b"\0", lost, base) is None
+
+
+def test_flow_nesting_past_the_limit_is_refused_before_yaml_reads_it() -> None:
+    from histstore.memory.rules import MAX_FLOW_DEPTH, too_deep
+
+    at_limit = "[" * MAX_FLOW_DEPTH + "]" * MAX_FLOW_DEPTH
+    assert not too_deep(at_limit)
+    assert too_deep("[" + at_limit + "]")
+    assert not too_deep("[]" * (MAX_FLOW_DEPTH * 3))  # many, side by side
