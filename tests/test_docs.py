@@ -124,3 +124,23 @@ def test_no_doc_or_test_cites_a_file_outside_the_repository() -> None:
         text = path.read_text()
         for cited in ("DESIGN.md", "MEASUREMENTS.md", "FORMATS.md", "DESIGN invariant"):
             assert cited not in text, f"{path.relative_to(ROOT)} cites {cited}"
+
+
+def test_format_examples_have_their_ids() -> None:
+    """Every worked example of docs/format.md that names a kind and an id:
+    its canonical JSON (RFC 8785) hashes to that id, and it parses as that
+    kind (so a stranger reimplementing the format can check against them)."""
+    import json
+    import re
+
+    from histstore.store.codec import canonical_json, hash_object
+    from histstore.store.kinds import parse
+
+    text = (ROOT / "docs" / "format.md").read_text()
+    found = re.findall(r"```json kind=(\w+) id=([0-9a-f]{64})\n(.*?)\n```", text, re.S)
+    assert len(found) >= 8, "an example of every kind"
+    assert {k for k, _, _ in found} >= {"turn", "session", "marker", "memtree", "memrev"}
+    for kind, object_id, body in found:
+        payload = canonical_json(json.loads(body))
+        assert hash_object(kind, payload) == object_id, (kind, object_id)
+        parse(object_id, kind, payload)

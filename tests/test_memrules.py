@@ -495,7 +495,10 @@ def test_render_note_refuses_what_breaks_a_frontmatter_rule() -> None:
 _body_text = st.text(st.characters(blacklist_characters="\0\r", blacklist_categories=["Cs"]))
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=1000 if os.environ.get("HS_HYPOTHESIS_PROFILE") == "deep" else 100,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(
     name=st.text(min_size=1).filter(lambda s: "," not in s and s.strip() and "\n" not in s),
     description=st.text(min_size=1).filter(lambda s: s.strip() and "\n" not in s),
@@ -823,3 +826,12 @@ def test_merge_index_keeps_entries_added_on_both_sides_and_names_a_clash() -> No
     text2, clash2 = merge_index("MEMORY.md", changed_a, changed_b, base) or (b"", False)
     assert clash2 and b"a1" in text2 and b"a2" not in text2
     assert merge_index("MEMORY.md", b"\0", lost, base) is None
+
+
+def test_flow_nesting_past_the_limit_is_refused_before_yaml_reads_it() -> None:
+    from histstore.memory.rules import MAX_FLOW_DEPTH, too_deep
+
+    at_limit = "[" * MAX_FLOW_DEPTH + "]" * MAX_FLOW_DEPTH
+    assert not too_deep(at_limit)
+    assert too_deep("[" + at_limit + "]")
+    assert not too_deep("[]" * (MAX_FLOW_DEPTH * 3))  # many, side by side

@@ -320,6 +320,28 @@ def _is_fence(line: str) -> bool:
     return line.rstrip() == "---"
 
 
+#: flow collections ("[", "{") nested deeper than this are refused before any
+#: YAML loader runs: the pure-Python one takes seconds to reach its recursion
+#: limit on such text, and no note needs it
+MAX_FLOW_DEPTH = 200
+
+
+def too_deep(source: str) -> bool:
+    """Whether ``source`` opens more than ``MAX_FLOW_DEPTH`` flow collections
+    inside one another (brackets inside quotes count too: a fast upper bound)."""
+    if source.count("[") + source.count("{") <= MAX_FLOW_DEPTH:
+        return False
+    depth = 0
+    for ch in source:
+        if ch in "[{":
+            depth += 1
+            if depth > MAX_FLOW_DEPTH:
+                return True
+        elif ch in "]}" and depth:
+            depth -= 1
+    return False
+
+
 def _load_fast(source: str) -> tuple[Any, dict[str, int], list[Violation]] | None:
     """The frontmatter read by libyaml (PyYAML's C loader, when it was built
     with it), which is many times faster; None when it is missing or the
@@ -355,6 +377,8 @@ def _load_frontmatter(file_name: str, source: str) -> tuple[Any, dict[str, int],
         line = file_line(index) if index is not None else 2
         return None, {}, [_v(file_name, line, "yaml", f"frontmatter is not valid YAML: {what}")]
 
+    if too_deep(source):
+        return broken(None, "nested too deeply to read: flatten it")
     fast = _load_fast(source)
     if fast is not None:
         return fast

@@ -137,7 +137,10 @@ def draft_fields(text: str) -> dict[str, Any]:
         return {}
     try:
         end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
-        data = yaml.safe_load("\n".join(lines[1:end]))
+        front = "\n".join(lines[1:end])
+        if memrules.too_deep(front):
+            return {}
+        data = yaml.safe_load(front)
     except (StopIteration, yaml.YAMLError, RecursionError):
         return {}  # parse_note reports what is wrong with it
     return data if isinstance(data, dict) else {}
