@@ -162,8 +162,9 @@ def test_a_failed_rebuild_rolls_the_marker_back(
     with monkeypatch.context() as m:
         m.setattr(RecallIndex, "catch_up", broken)
         r = filled("forget", "turn-0001", "--confirm", "turn-0001")
-    assert r.exit_code == 8
+    assert r.exit_code == 8 and r.stdout == ""
     assert r.stderr.startswith("hs: error: rebuild-failed:") and "rolled back" in r.stderr
+    assert r.stderr.count("\n") == 1
     after = filled.json_lines("plumbing", "index-status")[0]
     assert (after["generation"], after["applied_op"]) == (
         before["generation"],
@@ -180,8 +181,9 @@ def test_a_target_still_there_after_the_commit_is_blocked(
     with monkeypatch.context() as m:
         m.setattr(RecallIndex, "holds", lambda self, **kw: 1)
         r = filled("forget", "turn-0001", "--confirm", "turn-0001")
-    assert r.exit_code == 9
-    assert "blocked-non-converged" in r.stderr and "failed step: confirm" in r.stderr
+    assert r.exit_code == 9 and r.stdout == ""
+    assert r.stderr.startswith("hs: error: blocked-non-converged")
+    assert "failed step: confirm" in r.stderr and r.stderr.count("\n") == 1
     assert "operation " in r.stderr
     assert "turn-0001" not in recall_ids(filled)  # the overlay still hides it
 
