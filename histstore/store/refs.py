@@ -124,6 +124,8 @@ class RefStore:
         self.applied_path = root / "refs.applied"
         self.packed_path = root / PACKED_NAME
         self._packed: tuple[tuple[int, int, int], dict[str, str]] | None = None
+        #: any_under's last answer, by packed-refs' (inode, size, mtime) and namespace
+        self._under: dict[tuple[int, int, int, str], bool] = {}
 
     # ---------------------------------------------------------------- reading
 
@@ -204,8 +206,28 @@ class RefStore:
                 return True
         except (FileNotFoundError, NotADirectoryError):
             pass
-        prefix = namespace + "/"
-        return any(name.startswith(prefix) for name in self.packed())
+        # packed-refs holds every ref of a bulk-written store (44k lines at 1M
+        # turns: ~160 ms to parse): one search of its bytes per version of the
+        # file instead (names hold no space, so " <namespace>/" starts a name)
+        try:
+            st = os.stat(self.packed_path)
+        except FileNotFoundError:
+            return False
+        key = (st.st_ino, st.st_size, st.st_mtime_ns, namespace)
+        found = self._under.get(key)
+        if found is None:
+            if self._packed is not None and self._packed[0] == key[:3]:
+                prefix = namespace + "/"
+                found = any(name.startswith(prefix) for name in self._packed[1])
+            else:
+                data = self.packed_path.read_bytes()
+                if not data.startswith(PACKED_HEADER + b"\n"):
+                    raise CorruptStore(
+                        f"{self.packed_path} is not a packed-refs file", hint="run hs fsck"
+                    )
+                found = f" {namespace}/".encode("ascii") in data
+            self._under = {key: found}
+        return found
 
     def _write_packed(self, updates: dict[str, str | None]) -> None:
         """``packed-refs`` with ``updates`` applied (None deletes), written whole
