@@ -89,14 +89,14 @@ def test_log_project_matches_the_turns_own_project(hs: HS, tmp_path: Path) -> No
     turn's own (cli.md), not the session's."""
     hs("init")
     recs = [
-        turn_record(1, session_id="s", project="/work/app"),
-        turn_record(2, session_id="s", project="/work/lib"),
-        turn_record(3, session_id="s", project="/work/lib"),
+        turn_record(1, session_id="s", project="/home/dev/app"),
+        turn_record(2, session_id="s", project="/home/dev/lib"),
+        turn_record(3, session_id="s", project="/home/dev/lib"),
     ]
     assert hs("import", str(write_turns(tmp_path / "a.jsonl", recs))).exit_code == 0
-    got = hs.json_lines("log", "--json", "--project", "/work/lib")
+    got = hs.json_lines("log", "--json", "--project", "/home/dev/lib")
     assert [t["turn_id"] for t in got] == ["turn-0003", "turn-0002"]
-    got = hs.json_lines("log", "--json", "--project", "/work/app")
+    got = hs.json_lines("log", "--json", "--project", "/home/dev/app")
     assert [t["turn_id"] for t in got] == ["turn-0001"]
 
 

@@ -141,6 +141,12 @@ class Store:
                 f"{root} is not empty and holds no store",
                 hint="choose an empty or new directory for the store",
             )
+        outer = next((p for p in root.resolve().parents if (p / "config.toml").is_file()), None)
+        if outer is not None and (outer / "refs").is_dir() and (outer / "objects").is_dir():
+            raise BadInput(
+                f"{root} is inside the store {outer}: a store there would damage it",
+                hint="choose a directory outside every store",
+            )
         root.mkdir(parents=True, exist_ok=True)
         (root / "objects" / "pack").mkdir(parents=True, exist_ok=True)
         (root / "refs").mkdir(exist_ok=True)

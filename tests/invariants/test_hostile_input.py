@@ -124,6 +124,11 @@ def test_no_command_writes_a_user_named_path_inside_the_store(
     assert (store_path / "config.toml").read_bytes() == config
     r = hs("memory", "scan", "--drafts", str(store_path / "refs" / "sessions"))
     assert r.exit_code == 2 and "inside the store" in r.stderr
+    # a store made inside it would be a ref folder, a ref named "inner"
+    inner = store_path / "refs" / "sessions" / "inner"
+    r = hs("-C", str(inner), "init")
+    assert r.exit_code == 2 and "inside the store" in r.stderr and r.stdout == ""
+    assert not inner.exists()
     assert hs("log").exit_code == 0
     with Store.open(store_path) as s:
         assert [f for f in fsck(s) if f.severity == "error"] == []
