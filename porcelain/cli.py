@@ -326,23 +326,26 @@ def log(
         filtered = session or project or since or agent is not None
         say("no turns" + (" match" if filtered else " recorded yet"))
         return
+    shorts = reads.short_ids(store, [it.turn_id for it in items]) if oneline else {}
+    width = max((len(v) for v in shorts.values()), default=12)
     for i, it in enumerate(items):
         if it.turn is None:
             assert it.withheld is not None
             _print_forgotten(
-                it.turn_id,
+                shorts.get(it.turn_id, it.turn_id),
                 it.session.session_id,
                 it.entry.asked_at,
                 it.withheld,
                 json_out,
                 oneline,
                 i,
+                width,
             )
             continue
         if json_out:
             typer.echo(json.dumps(_turn_summary(it.turn, it.entry.object), ensure_ascii=False))
         elif oneline:
-            say(render.oneline(it.turn))
+            say(render.oneline(it.turn, shorts.get(it.turn_id), width))
         else:
             if i:
                 say("")
@@ -354,7 +357,14 @@ def _mode_word(mode: str) -> str:
 
 
 def _print_forgotten(
-    turn_id: str, session_id: str, asked_at: str, marker: Any, json_out: bool, oneline: bool, i: int
+    turn_id: str,
+    session_id: str,
+    asked_at: str,
+    marker: Any,
+    json_out: bool,
+    oneline: bool,
+    i: int,
+    width: int = 12,
 ) -> None:
     """A forgotten turn as log and show give it without --all: that it was, not what."""
     note = f"forgotten ({_mode_word(marker.mode)} since {marker.time})"
@@ -370,7 +380,9 @@ def _print_forgotten(
             )
         )
     elif oneline:
-        say(f"{turn_id[:12]}  {asked_at[:10]} {asked_at[11:16]}  {session_id[:8]}  {note}")
+        say(
+            f"{turn_id[:width]:<{width}}  {asked_at[:10]} {asked_at[11:16]}  {session_id[:8]}  {note}"
+        )
     else:
         if i:
             say("")
@@ -589,7 +601,8 @@ def _print_forgotten_list(items: list[Any], json_out: bool) -> None:
         )
         if f.agent:
             hides += f" of {f.agent}"
-        say(f"{m.mode:9}  {m.time}  {m.target_kind} {m.target}  ({hides})")
+        named = f"{m.session}~{m.target}" if m.target_kind == "turn" else m.target
+        say(f"{m.mode:9}  {m.time}  {m.target_kind} {named}  ({hides})")
         if m.reason:
             say(f"           reason: {field(m.reason)}")
         if f.first_prompt:

@@ -116,11 +116,14 @@ def turn_text(
     return "\n".join(parts)
 
 
-def oneline(turn: dict[str, Any]) -> str:
+def oneline(turn: dict[str, Any], short: str | None = None, width: int = 12) -> str:
+    """One line of ``hs log --oneline``; ``short`` the turn id's abbreviation
+    (overlay.reads.short_ids), padded to ``width``."""
     sub = "↳ " if turn.get("subagent") else ""
     agent = turn.get("agent") or "-"
+    tid = short if short is not None else turn["turn_id"][:12]
     return (
-        f"{turn['turn_id'][:12]}  {when(turn['asked_at'])[:16]}  "
+        f"{tid:<{width}}  {when(turn['asked_at'])[:16]}  "
         f"{turn['session_id'][:8]}  {agent:<11}  "
         f"{sub}{first_line(asked_text(turn), 70)}"
     )

@@ -120,3 +120,19 @@ def test_log_limit_status_and_show_read_the_summary(
     assert r.exit_code == 2 and "ambiguous" in r.stderr
     # the summary is the file that answered
     assert (store_path / "local" / "summary.sqlite").exists()
+
+
+def test_oneline_ids_are_as_long_as_it_takes_to_name_one_turn(hs: HS, tmp_path: Path) -> None:
+    """Early Codex turn ids are ``<session id>-<n>``: cut at 12 characters,
+    every turn of a session looked the same and ``hs show`` refused them."""
+    sid = "019aad50-a7e1-7c33-9a56-1b2c3d4e5f60"
+    turns = [turn_record(n, session_id=sid, turn_id=f"{sid}-{n}") for n in (1, 2, 12)]
+    turns.append(turn_record(4, session_id="s-other", turn_id="t-unrelated-turn-id"))
+    hs("init")
+    hs("import", str(write_turns(tmp_path / "t.jsonl", turns)))
+    r = hs("log", "--oneline")
+    assert r.exit_code == 0 and r.stderr == ""
+    shown = [line.split()[0] for line in r.stdout.splitlines()]
+    assert sorted(shown) == sorted([f"{sid}-1", f"{sid}-12", f"{sid}-2", "t-unrelated-"])
+    for short in shown:  # each one names its turn alone
+        assert hs("show", short).exit_code == 0, short

@@ -185,6 +185,8 @@ def resolve(store: Store, text: str) -> Resolved:
     text = text.strip()
     if not text:
         raise BadInput("empty id")
+    if "~" in text:  # SESSION~TURN: one turn of one session (no id holds a "~")
+        return _resolve_in_session(store, *text.split("~", 1))
     refs = store.session_refs()
     if text in refs:
         return Resolved("session", text, store.session(text))
@@ -195,16 +197,21 @@ def resolve(store: Store, text: str) -> Resolved:
         with summary:
             rows = summary.turns_named(text)
         for r in rows:
-            if r.entry.turn_id == text:
-                return Resolved("turn", text, r.session, r.entry)
             turn_hits.append(Resolved("turn", r.entry.turn_id, r.session, r.entry))
     else:
         for s in store.sessions():
             for t in s.turns:
-                if t.turn_id == text:
-                    return Resolved("turn", t.turn_id, s, t)
                 if t.turn_id.startswith(text):
                     turn_hits.append(Resolved("turn", t.turn_id, s, t))
+    exact = [h for h in turn_hits if h.id == text]
+    if len(exact) == 1:
+        return exact[0]
+    if exact:  # the same turn id in several sessions: say which to name
+        raise Ambiguous(
+            f"turn {text!r} is in {len(exact)} sessions",
+            [f"turn {_session_of(h)}~{h.id}" for h in exact[:10]],
+            hint="name one as SESSION~TURN",
+        )
     object_hits: list[Resolved] = []
     if is_id_prefix(text.lower()):
         object_hits = [
@@ -230,3 +237,33 @@ def resolve(store: Store, text: str) -> Resolved:
         [f"{h.kind} {h.id}" for h in hits[:10]],
         hint="give more characters of the id",
     )
+
+
+def _session_of(hit: Resolved) -> str:
+    return hit.session.session_id if hit.session is not None else "?"
+
+
+def _resolve_in_session(store: Store, session_text: str, turn_text: str) -> Resolved:
+    """``SESSION~TURN``: the session by id or unique prefix, then its turn by
+    id or unique prefix."""
+    if not session_text or not turn_text:
+        raise BadInput(
+            f"{session_text}~{turn_text!s}: give both parts", hint="SESSION~TURN, as hs log shows"
+        )
+    sid = resolve_session(store, session_text)
+    session = store.session(sid)
+    found = [t for t in session.turns if t.turn_id == turn_text] or [
+        t for t in session.turns if t.turn_id.startswith(turn_text)
+    ]
+    if not found:
+        raise NotFound(
+            f"session {sid} has no turn matching {turn_text!r}",
+            hint=f"see its turns with `hs log --session {sid}`",
+        )
+    if len(found) > 1:
+        raise Ambiguous(
+            f"{turn_text!r} is ambiguous in session {sid} ({len(found)} turns)",
+            [f"turn {sid}~{t.turn_id}" for t in found[:10]],
+            hint="give more characters of the turn id",
+        )
+    return Resolved("turn", found[0].turn_id, session, found[0])

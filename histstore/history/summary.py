@@ -20,6 +20,7 @@ cannot be written (a read-only store) they read the sessions as before.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -340,6 +341,30 @@ class Summary:
             (text, hi),
         )
         return [_row(r) for r in rows]
+
+    def abbreviations(self, turn_ids: list[str], least: int = 12) -> dict[str, str]:
+        """The shortest prefix (``least`` characters at the fewest) of each turn
+        id that no other turn id and no session id of the store starts with, so
+        that ``hs show`` takes it (as git abbreviates object ids). Codex turn
+        ids of early generations are ``<session id>-<n>``: theirs are longer."""
+        conn = self.current()
+        out: dict[str, str] = {}
+        for tid in turn_ids:
+            length = least
+            for table, column in (("turn", "turn_id"), ("session", "session_id")):
+                for op, order in (("<", "DESC"), (">", "ASC")):
+                    row = conn.execute(
+                        f"SELECT {column} FROM {table} WHERE {column} {op} ?"
+                        f" ORDER BY {column} {order} LIMIT 1",
+                        (tid,),
+                    ).fetchone()
+                    if row is not None:
+                        other = str(row[0])
+                        # characters, not path parts: what a prefix shares
+                        common = len(os.path.commonprefix([tid, other]))  # noqa: RUF071
+                        length = max(length, common + 1)
+            out[tid] = tid[:length]
+        return out
 
     def sessions(self) -> Iterator[SessionInfo]:
         conn = self.current()

@@ -171,8 +171,20 @@ def test_a_turn_marker_hides_one_turn_of_one_session(hs: HS, tmp_path: Path) -> 
     # t-1 now names two turns: forget asks which, and SESSION~TURN says
     r = hs("forget", "t-1", "--confirm", "t-1")
     assert r.exit_code == 2 and "turn sess-b~t-1" in r.stderr and "turn sess-a~t-1" in r.stderr
+    # show asks which too, and takes SESSION~TURN (a prefix of either part)
+    r = hs("show", "t-1")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert "is in 2 sessions" in r.stderr and "turn sess-b~t-1" in r.stderr
+    r = hs("show", "sess-b~t-1")
+    assert r.exit_code == 0 and "ocelot in b" in r.stdout and "ocelot in a" not in r.stdout
+    assert hs("show", "sess-b~t-").exit_code == 0
+    r = hs("show", "sess-b~zz")
+    assert r.exit_code == 4 and "session sess-b has no turn matching 'zz'" in r.stderr
     r = hs("forget", "sess-b~t-1", "--confirm", "sess-b~t-1")
     assert r.exit_code == 0, r.stderr
+    # forgotten names the turn as SESSION~TURN
+    listed = hs("forgotten").stdout
+    assert "turn sess-a~t-1" in listed and "turn sess-b~t-1" in listed
     assert hs.json_lines("recall", "-e", "--json", "ocelot")[0]["hits"] == []
     r = hs("unforget", "sess-a~t-1", "--confirm", "sess-a~t-1")
     assert r.exit_code == 0, r.stderr
