@@ -784,3 +784,62 @@ def test_no_export_or_restore_in_an_agents_format_holds_excluded_text(
     assert "Totals are rounded in cart.py" in written and "Now add a test" in written
     for secret in (SECRET, gone):
         assert secret not in written
+
+
+def test_a_session_file_in_another_project_folder_counts_as_there(
+    hs: HS, claude: dict[str, Path]
+) -> None:
+    moved = Path(os.environ["HOME"]) / ".claude" / "projects" / "-elsewhere" / f"{SID}.jsonl"
+    moved.parent.mkdir(parents=True)
+    moved.write_bytes(claude["main"].read_bytes())
+    r = hs("restore", SID)
+    assert r.exit_code == 0, r.stderr
+    sub = moved.parent / SID / "subagents" / f"agent-{AGENT}.jsonl"
+    # only what was missing is written, beside the session's file where it is
+    assert r.stdout.splitlines()[1:3] == [
+        f"  wrote {sub} (2 lines)",
+        f"  wrote {sub.with_suffix('.meta.json')} (1 line)",
+    ]
+    assert not (moved.parent.parent / SLUG).exists()
+    assert hs("restore", SID).stdout == f"session {SID} is already there, unchanged: {moved}\n"
+
+
+def test_restore_to_a_folder_inside_the_store_is_refused(hs: HS, claude: dict[str, Path]) -> None:
+    inside = Path(os.environ["HISTORY_DIR"]) / "x"
+    r = hs("restore", SID, "--to", str(inside))
+    assert r.exit_code == 2 and f"--to {inside} is inside the store" in r.stderr
+    assert not inside.exists()
+
+
+def test_a_turn_recorded_without_records_is_said_and_left_out(
+    hs: HS, claude: dict[str, Path], tmp_path: Path
+) -> None:
+    rec = turn_record(9, session_id=SID, agent="claude-code", asked_at="2026-05-07T00:00:00Z")
+    assert hs("record", input=json.dumps(rec)).exit_code == 0
+    r = hs("export", "--format", "claude-code", "--session", SID, "--dir", str(tmp_path / "o"))
+    assert r.exit_code == 0
+    assert r.stderr == (
+        f"hs: 1 turn of session {SID} has no records of the agent's (recorded by hs record), "
+        "not written: turn-0009\n"
+    )
+    assert (tmp_path / "o" / f"{SID}.jsonl").read_bytes() == claude["main"].read_bytes()
+
+
+def test_only_sub_agent_turns_left_is_nothing_to_resume(hs: HS, claude: dict[str, Path]) -> None:
+    for t in ("u1", "u2", "u3"):
+        forget(hs, t, "--exclude")
+    r = hs("export", "--format", "claude-code", "--session", SID)
+    assert r.exit_code == 4 and r.stdout == ""
+    assert f"every turn of session {SID}'s own file is excluded" in r.stderr
+
+
+def test_importing_a_restore_with_a_gap_revises_only_the_relinked_turn(
+    hs: HS, claude: dict[str, Path]
+) -> None:
+    forget(hs, "u2", "--exclude")
+    assert hs("restore", SID).exit_code == 0
+    r = hs("import")
+    assert r.exit_code == 0, r.stderr
+    # u3's prompt now hangs off a3: its raw record changed; u2 stays in the store, excluded
+    assert "turns: 0 added, 1 revised, 2 unchanged" in r.stdout
+    assert turn_ids(Path(os.environ["HISTORY_DIR"])) == {SID: ["u1", "u2", "u3", "s1"]}

@@ -170,10 +170,14 @@ def transcript(store: Store, session: str, fmt: str, *, as_new: bool = False) ->
     finally:
         sources.close()
     if not any(not p.hidden for p in groups.get(None, [])):
+        hint = "`hs forgotten` lists exclusions; `hs unforget` lifts one"
+        if out.left_out and not any(not p.hidden for ps in groups.values() for p in ps):
+            raise NotFound(f"every turn of session {sid} is excluded: nothing to export", hint=hint)
         if out.left_out:
             raise NotFound(
-                f"every turn of session {sid} is excluded: nothing to export",
-                hint="`hs forgotten` lists exclusions; `hs unforget` lifts one",
+                f"every turn of session {sid}'s own file is excluded (only sub-agents' are "
+                "left): nothing the agent could resume",
+                hint=hint,
             )
         raise NotFound(f"session {sid} holds no records of {fmt}'s to export")
     if fmt == "claude-code":
@@ -267,7 +271,8 @@ def _legacy_subagent(parts: list[_Part]) -> bool:
     told by the ``version`` of its records."""
     for p in parts:
         for line in p.lines:
-            m = re.search(r'"version"\s*:\s*"(\d+)\.(\d+)', line)
+            version = _obj(line).get("version")
+            m = re.match(r"(\d+)\.(\d+)", version) if isinstance(version, str) else None
             if m:
                 return (int(m.group(1)), int(m.group(2))) < (2, 1)
     return False
