@@ -843,3 +843,24 @@ def test_importing_a_restore_with_a_gap_revises_only_the_relinked_turn(
     # u3's prompt now hangs off a3: its raw record changed; u2 stays in the store, excluded
     assert "turns: 0 added, 1 revised, 2 unchanged" in r.stdout
     assert turn_ids(Path(os.environ["HISTORY_DIR"])) == {SID: ["u1", "u2", "u3", "s1"]}
+
+
+def test_a_uuid_a_kept_record_defines_too_is_not_a_gap(hs: HS, tmp_path: Path) -> None:
+    """A resumed session can repeat records (same uuid) in two turns: the
+    excluded turn's copy leaves no gap the kept one fills."""
+    v = "2.1.30"
+    recs = [
+        user("u1", None, "first", v),
+        asst("a1", "u1", "m1", [txt("answer 1")], v),
+        user("u2", "a1", f"second {SECRET}", v),
+        asst("a1", "u2", "m1", [txt("answer 1, repeated")], v),  # a1 again, in u2's turn
+        user("u3", "a1", "third", v),
+        asst("a3", "u3", "m3", [txt("answer 3")], v),
+    ]
+    path = write_lines(tmp_path / "src" / SLUG / f"{SID}.jsonl", recs)
+    hs("init")
+    assert hs("import", str(path)).exit_code == 0
+    forget(hs, "u2", "--exclude")
+    r = hs("export", "--format", "claude-code", "--session", SID)
+    assert r.exit_code == 0 and "re-linked" not in r.stderr
+    assert SECRET not in r.stdout and '"parentUuid":"a1"' in r.stdout.splitlines()[-2]

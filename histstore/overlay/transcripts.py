@@ -238,6 +238,14 @@ def _claude(out: Transcript, groups: dict[str | None, list[_Part]]) -> None:
                     if isinstance(u, str):
                         parent = obj.get("parentUuid")
                         removed[u] = parent if isinstance(parent, str) else None
+    if removed:  # a uuid a record that stays defines too is no gap
+        for parts in groups.values():
+            for p in parts:
+                if not p.hidden:
+                    for line in p.lines:
+                        u = _obj(line).get("uuid")
+                        if isinstance(u, str):
+                            removed.pop(u, None)
     sid = out.session_id
     for agent, parts in groups.items():
         if not any(not p.hidden for p in parts):
