@@ -17,6 +17,7 @@ from histstore.porcelain.maint_cli import register as register_maint_commands
 from histstore.porcelain.mcp_cli import app as mcp_app
 from histstore.porcelain.memory_cli import app as memory_app
 from histstore.porcelain.render import field, say, size_text
+from histstore.porcelain.restore_cli import register as register_restore_commands
 from histstore.porcelain.sync_cli import register as register_sync_commands
 
 if TYPE_CHECKING:
@@ -708,20 +709,40 @@ def unforget(
 @app.command()
 def export(
     ctx: typer.Context,
-    fmt: Annotated[str, typer.Option("--format", help="jsonl or markdown.")] = "jsonl",
+    fmt: Annotated[
+        str, typer.Option("--format", help="jsonl, markdown, or an agent's: claude-code, codex.")
+    ] = "jsonl",
     session: Annotated[str | None, typer.Option(help="Only this session (id or prefix).")] = None,
     project: Annotated[str | None, typer.Option(help="Only this project.")] = None,
     since: Annotated[
         str | None, typer.Option(help="Only turns asked since: 2w, 3d, 12h, or a date.")
     ] = None,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to FILE.")] = None,
+    directory: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir",
+            help="claude-code, codex: write the session's files under DIR in the agent's "
+            "layout (sub-agents' transcripts too).",
+        ),
+    ] = None,
     agent: AgentOpt = None,
 ) -> None:
-    """Turns out of the store (excluded ones never): turn JSONL or markdown."""
+    """Turns out of the store (excluded ones never): turn JSONL, markdown, or
+    one session in its agent's own format (Claude Code, Codex)."""
+    from histstore.overlay.transcripts import AGENT_FORMATS
+
+    store = open_store(ctx)
+    if fmt in AGENT_FORMATS:
+        data = _export_transcript(store, fmt, session, output, directory, project, since, agent)
+        if data is not None:
+            typer.echo(data, nl=False)  # the session's file, byte for byte
+        return
+    if directory is not None:
+        raise BadInput(f"--dir is for --format claude-code or codex, not {fmt}", hint="use -o FILE")
     from histstore.history.reading import parse_since
     from histstore.overlay.export import export as do_export
 
-    store = open_store(ctx)
     project = _project_arg(project)
     since_ts = parse_since(since) if since else None
     chunks = do_export(
@@ -729,6 +750,50 @@ def export(
     )
     for chunk in chunks:
         typer.echo(chunk, nl=False)
+
+
+def _export_transcript(
+    store: Any,
+    fmt: str,
+    session: str | None,
+    output: Path | None,
+    directory: Path | None,
+    project: str | None,
+    since: str | None,
+    agent: str | None,
+) -> bytes | None:
+    """``hs export --format claude-code|codex``: one session as its agent wrote
+    it; the session file's bytes when they go to stdout."""
+    from histstore.overlay.transcripts import export_transcript, transcript
+    from histstore.porcelain.render import transcript_notes
+
+    given = [n for n, v in (("--project", project), ("--since", since), ("--agent", agent)) if v]
+    if given:
+        raise BadInput(
+            f"{given[0]} does not apply to --format {fmt}: it exports one whole session",
+            hint="name it with --session",
+        )
+    if session is None:
+        raise BadInput(f"--format {fmt} exports one session: name it with --session")
+    if output is not None and directory is not None:
+        raise BadInput("give -o FILE or --dir DIR, not both")
+    t = transcript(store, session, fmt)
+    for note in transcript_notes(t):
+        say(note, err=True)
+    subagents = [f for f in t.files if f.kind == "subagent"]
+    if directory is None and subagents:
+        n = len(subagents)
+        say(
+            f"hs: {n} sub-agent transcript{'s' if n != 1 else ''} not written; "
+            "hint: --dir DIR writes them in Claude Code's layout",
+            err=True,
+        )
+    if output is None and directory is None:
+        return t.main.data
+    for path in export_transcript(store, t, output=output, directory=directory):
+        if directory is not None:
+            say(f"wrote {path}")
+    return None
 
 
 @app.command()
@@ -839,6 +904,7 @@ def print_findings_human(findings: list[Finding]) -> None:
 
 register_sync_commands(app)  # hs remote, push, pull, sync (porcelain/sync_cli.py)
 register_maint_commands(app)  # hs gc, hs upgrade (porcelain/maint_cli.py)
+register_restore_commands(app)  # hs restore (porcelain/restore_cli.py)
 
 
 def main() -> None:
