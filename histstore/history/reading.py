@@ -100,7 +100,14 @@ def log_entries(
 
 
 def load_turn(store: Store, object_id: str) -> dict[str, Any]:
-    turn: dict[str, Any] = store.get_json(object_id, "turn")
+    """A turn object a session revision names: missing, it is damage (exit 7)."""
+    try:
+        turn: dict[str, Any] = store.get_json(object_id, "turn")
+    except NotFound:
+        raise CorruptStore(
+            f"turn object {object_id} is missing, though a session names it",
+            hint="run hs fsck (hs fsck --repair rebuilds a pack index that went missing)",
+        ) from None
     return turn
 
 

@@ -245,3 +245,21 @@ def test_damage_at_the_sync_border_is_exit_7(hs: HS, tmp_path: Path, value: str)
     assert r.exit_code == 7, r.stderr
     assert "no ref was moved" in r.stderr and "run hs fsck" in r.stderr
     assert sorted(p.name for p in (a / "refs").rglob("*")) == before
+
+
+def test_a_push_meeting_a_damaged_ref_both_hold_is_exit_7(hs: HS, tmp_path: Path) -> None:
+    """The remote's value of a session this store holds too names an object
+    it does not have: the push merges it, so that is damage (exit 7), not
+    "no object" (exit 4)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    hs("-C", str(a), "init")
+    hs("-C", str(b), "init")
+    hs("-C", str(a), "record", input=json.dumps(turn_record(1, session_id="zz")))
+    hs("-C", str(b), "record", input=json.dumps(turn_record(2)))
+    assert hs("-C", str(a), "remote", "add", "r", str(b)).exit_code == 0
+    (b / "refs" / "sessions" / "zz").write_text("a" * 64 + "\n")
+    before = sorted(p.name for p in (b / "refs").rglob("*"))
+    r = hs("-C", str(a), "push", "r")
+    assert r.exit_code == 7, r.stderr
+    assert "run hs fsck" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert sorted(p.name for p in (b / "refs").rglob("*")) == before
