@@ -208,6 +208,7 @@ class Importer:
         self.report = ImportReport()
         self.work: dict[str, SessionWork] = {}
         self.base: dict[str, str | None] = {}  # session -> its ref when first touched
+        self.refused: set[str] = set()  # session ids already reported as not allowed
         self.staged: dict[str, str] = {}  # session -> staged revision with flushed turns
         self.pending = 0
         #: (turn object id, where it was read) of every turn read
@@ -239,11 +240,14 @@ class Importer:
             self.base[session_id] = self.store.session_ref(session_id)
         return w
 
-    def add_meta(self, meta: SessionMeta) -> None:
+    def add_meta(self, meta: SessionMeta, path: str = "-") -> None:
+        if meta.session_id in self.refused:
+            return  # said once, at its turns' lines
         try:
             w = self._session(meta.session_id)
         except BadInput as e:
-            self.report.problems.append(Problem("-", 0, e.message))
+            self.refused.add(meta.session_id)
+            self.report.problems.append(Problem(path, 0, e.message))
             return
         if meta.title and not w.title:
             w.title = meta.title
@@ -255,8 +259,16 @@ class Importer:
     def add_turn(self, batch: Batch, turn: Turn, where: tuple[str, int]) -> None:
         try:
             check_component(turn["turn_id"], "turn id")
-            w = self._session(turn["session_id"])
         except BadInput as e:
+            self.report.problems.append(Problem(where[0], where[1], e.message))
+            return
+        sid = str(turn["session_id"])
+        if sid in self.refused:
+            return  # one line per session id, not per turn
+        try:
+            w = self._session(sid)
+        except BadInput as e:
+            self.refused.add(sid)
             self.report.problems.append(Problem(where[0], where[1], e.message))
             return
         tid = turn["turn_id"]
@@ -479,7 +491,7 @@ def store_paths(
                         problems += 1
                         imp.report.problems.append(item)
                     elif isinstance(item, SessionMeta):
-                        imp.add_meta(item)
+                        imp.add_meta(item, str(path))
                     elif isinstance(item, Resume):
                         read.append((path, f, item, size))
                     else:

@@ -58,6 +58,9 @@ def test_a_subagent_with_a_separator_in_its_session_id_is_reported_not_fatal(
     r = hs("import", str(tmp_path / "projects"))
     assert r.exit_code == 1 and "internal error" not in r.stderr
     assert "session id 'a/b' is not allowed" in r.stderr
+    # said once, at the file and line it came from
+    said = [x for x in r.stderr.splitlines() if "'a/b' is not allowed" in x]
+    assert len(said) == 1 and "agent-abc1234.jsonl:" in said[0] and "-:0:" not in r.stderr
     assert "turns: 1 added" in r.stdout  # the good file still imports
 
 
