@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from histstore.agents.homes import AGENTS
 from histstore.errors import Ambiguous, BadInput, CorruptStore, NotFound
 from histstore.history.project import project_key
 from histstore.history.summary import SessionInfo, open_summary
@@ -58,6 +60,40 @@ class LogEntry:
         return self.entry.turn_id
 
 
+#: the agents hs reads (and "hs", the default of its own turn JSONL)
+KNOWN_AGENTS = (*AGENTS, "hs")
+
+
+def store_agents(store: Store) -> set[str]:
+    """The agents this store holds sessions of."""
+    summary = open_summary(store)
+    if summary is not None:
+        with summary:
+            return set(summary.counts()["agents"])
+    return {s.agent for s in store.sessions()}
+
+
+def check_agent(store: Store, agent: str | None) -> None:
+    """An ``--agent`` value that is a near miss of an agent hs knows or the
+    store holds (``Codex``, ``claud-code``) is refused with the name it
+    missed: it would match nothing, silently. Any other name is a filter
+    (an agent whose turns came as turn JSONL, or none yet)."""
+    if agent is None or agent in KNOWN_AGENTS:
+        return
+    held = store_agents(store)
+    if agent in held:
+        return
+    names = sorted(held | set(KNOWN_AGENTS))
+    close = [n for n in names if n.lower() == agent.lower()] or difflib.get_close_matches(
+        agent, names, n=1, cutoff=0.8
+    )
+    if close:
+        raise BadInput(
+            f"--agent {agent!r}: no such agent (did you mean {close[0]!r}?)",
+            hint=f"agents: {', '.join(names)}",
+        )
+
+
 def log_entries(
     store: Store,
     *,
@@ -72,6 +108,7 @@ def log_entries(
     summary), else by reading every session. ``agent`` is compared with each
     session's (every importer gives one agent per session: the one that
     wrote it)."""
+    check_agent(store, agent)
     sid = resolve_session(store, session) if session is not None else None
     if sid is not None:
         rev = store.session_ref(sid)
