@@ -418,6 +418,22 @@ def update_json(path: Path, keys: Keys, fn: Update, *, prune: bool = True) -> Ch
     return rewrite(path, "JSON", lambda text: _json_change(path, text, keys, fn, prune))
 
 
+def update_json_many(
+    path: Path, changes: list[tuple[Keys, Update]], *, prune: bool = True
+) -> Change:
+    """Several :func:`update_json` changes made as one write (one backup of
+    the file as it was, and no write when none of them changes anything)."""
+    if _read(path) is None and all(fn(MISSING) in (MISSING, DELETE) for _, fn in changes):
+        return Change(path, False, False, None)
+
+    def change(text: str) -> str:
+        for keys, fn in changes:
+            text = _json_change(path, text, keys, fn, prune)
+        return text
+
+    return rewrite(path, "JSON", change)
+
+
 def set_json(path: Path, keys: Keys, value: Any) -> Change:
     """Set ``keys`` to ``value`` in a JSON file."""
     return update_json(path, keys, lambda _: value)
@@ -503,6 +519,21 @@ def update_toml(path: Path, keys: Keys, fn: Update, *, prune: bool = True) -> Ch
     if _read(path) is None and fn(MISSING) in (MISSING, DELETE):
         return Change(path, False, False, None)
     return rewrite(path, "TOML", lambda text: _toml_change(path, text, keys, fn, prune))
+
+
+def update_toml_many(
+    path: Path, changes: list[tuple[Keys, Update]], *, prune: bool = True
+) -> Change:
+    """Several :func:`update_toml` changes made as one write."""
+    if _read(path) is None and all(fn(MISSING) in (MISSING, DELETE) for _, fn in changes):
+        return Change(path, False, False, None)
+
+    def change(text: str) -> str:
+        for keys, fn in changes:
+            text = _toml_change(path, text, keys, fn, prune)
+        return text
+
+    return rewrite(path, "TOML", change)
 
 
 def set_toml(path: Path, keys: Keys, value: Any) -> Change:

@@ -452,6 +452,29 @@ def plan_files(
         yield FilePlan(path, f, plan if isinstance(plan, Resume) else None, size)
 
 
+#: given each turn an importer read (the file, the turn, whether it is the
+#: file's last turn), returns the turn to store
+Amend = Callable[[Path, Turn, bool], Turn]
+
+
+def _amended(path: Path, items: Iterable[Any], amend: Amend) -> Iterator[Any]:
+    """The importer's items with every turn passed through ``amend``; a turn is
+    held back until the next one (or the end) shows whether it is the last."""
+    held: Turn | None = None
+    for item in items:
+        if isinstance(item, dict):
+            if held is not None:
+                yield amend(path, held, False)
+            held = item
+            continue
+        if isinstance(item, Resume) and held is not None:
+            yield amend(path, held, True)
+            held = None
+        yield item
+    if held is not None:
+        yield amend(path, held, True)
+
+
 def store_paths(
     store: Store,
     paths: Iterable[Path],
@@ -459,10 +482,13 @@ def store_paths(
     fmt: str | None = None,
     command: str = "hs import",
     progress: Progress | None = None,
+    amend: Amend | None = None,
 ) -> ImportReport:
     """Store the turns of files and folders as one operation (objects and refs
     only: histstore.ops.importing.import_paths also brings the recall index and
-    the memory folders along). Per-line problems are reported, the rest imports."""
+    the memory folders along). Per-line problems are reported, the rest imports.
+    ``amend`` may change each turn read before it is stored (``hs capture``
+    fills in an answer the transcript does not hold yet)."""
     check_format(fmt)
     imp = Importer(store, command)
     sources = Sources(store)
@@ -486,7 +512,10 @@ def store_paths(
             turns = problems = 0
             try:
                 size = path.stat().st_size
-                for item in PARSERS[f](path, store.redactor, progress, resume):
+                items: Iterable[Any] = PARSERS[f](path, store.redactor, progress, resume)
+                if amend is not None:
+                    items = _amended(path, items, amend)
+                for item in items:
                     if isinstance(item, Problem):
                         problems += 1
                         imp.report.problems.append(item)

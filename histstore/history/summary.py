@@ -30,10 +30,10 @@ from typing import Any
 from histstore.errors import CorruptObject, CorruptStore, HistError, NotFound
 from histstore.history.project import project_key
 from histstore.store import fsutil
-from histstore.store.kinds import SessionRev, TurnEntry, parse
+from histstore.store.kinds import Session, SessionRev, TurnEntry, ordered, parse
 from histstore.store.store import SESSION_PREFIX, Store
 
-SCHEMA = "1"
+SCHEMA = "2"
 NAME = "summary.sqlite"
 
 DDL = """
@@ -55,6 +55,7 @@ CREATE TABLE turn (
     project TEXT NOT NULL,
     pkey TEXT NOT NULL,
     subagent TEXT,
+    own TEXT,
     PRIMARY KEY (session_id, turn_id)
 ) WITHOUT ROWID;
 CREATE INDEX turn_time ON turn (asked_at, turn_id);
@@ -167,10 +168,13 @@ class Summary:
         return conn
 
     def _reset(self, conn: sqlite3.Connection) -> None:
+        """A summary of another schema: its tables made again, empty."""
         conn.execute("BEGIN IMMEDIATE")
-        conn.execute("DELETE FROM turn")
-        conn.execute("DELETE FROM session")
-        conn.execute("DELETE FROM meta")
+        for table in ("turn", "session", "meta"):
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+        for statement in DDL.split(";"):
+            if statement.strip():
+                conn.execute(statement)
         conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA,))
         conn.execute("COMMIT")
 
@@ -258,7 +262,7 @@ class Summary:
         self, conn: sqlite3.Connection, sid: str, project: str, turns: list[TurnEntry]
     ) -> None:
         conn.executemany(
-            "INSERT OR REPLACE INTO turn VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO turn VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     sid,
@@ -268,6 +272,7 @@ class Summary:
                     t.project or project,
                     project_key(t.project or project),
                     t.subagent,
+                    t.project,
                 )
                 for t in turns
             ],
@@ -365,6 +370,31 @@ class Summary:
                         length = max(length, common + 1)
             out[tid] = tid[:length]
         return out
+
+    def session(self, session_id: str, rev_id: str) -> Session | None:
+        """The session at revision ``rev_id`` read from the summary (every turn
+        entry as the revisions hold it: a few rows, where materializing it
+        from the objects reads every delta back to its last full revision), or
+        None when the summary does not hold that revision whole."""
+        conn = self.current()
+        row = conn.execute(
+            "SELECT rev, turns FROM session WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        if row is None or row[0] != rev_id:
+            return None
+        rev = self.store.load_revision(rev_id)
+        turns = [
+            TurnEntry(*r)
+            for r in conn.execute(
+                "SELECT turn_id, object, asked_at, subagent, own FROM turn WHERE session_id = ?",
+                (session_id,),
+            )
+        ]
+        if len(turns) != rev.count or row[1] != rev.count or rev.session_id != session_id:
+            return None
+        return Session(
+            session_id, rev.project, rev.agent, rev.title, ordered(turns), rev_id, list(rev.parents)
+        )
 
     def sessions(self) -> Iterator[SessionInfo]:
         conn = self.current()
