@@ -1,0 +1,260 @@
+"""``hs capture`` as an agent's hook runs it: fast, silent, always exit 0.
+
+The hook command is ``hs --store STORE capture AGENT`` (Codex's notify:
+``... capture codex --notify -- [PROGRAM ARGS...]`` with the payload as the
+last argument). :func:`main_fast` recognises exactly that command line before
+typer is imported (typer alone is ~60 ms of start-up, and a hook runs once a
+turn) and runs it here; any other shape goes through the typer command,
+which calls :func:`run` the same way.
+
+What a hook process promises the agent (docs/capture.md):
+
+* nothing on stdout, ever (file descriptor 1 is pointed at ``/dev/null``
+  first, so not even a stray warning of a library reaches the agent, which
+  would read JSON there as a decision), and nothing on stderr;
+* exit status 0, whatever happens (2 would block Claude Code from stopping);
+* a hard time bound, :data:`BUDGET` seconds (``HS_CAPTURE_BUDGET``): the
+  work is interrupted there (its payload stays spooled), and a process still
+  alive a second later ends itself;
+* slow work (a long backlog, ``hs gc --auto``, an index build) is started in
+  a process of its own session, which the agent does not wait for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: seconds a capture may take inside a hook (the installed hooks' timeouts are
+#: larger: Claude Code's SessionEnd gets 10 s, Stop 30 s)
+BUDGET = 8.0
+#: bytes of payload read from stdin at most
+MAX_STDIN = 8 << 20
+
+
+@dataclass
+class HookArgs:
+    store: Path | None
+    agent: str | None
+    notify: bool = False
+    #: Codex notify: the program chained after hs, and the payload
+    chain: list[str] = field(default_factory=list)
+    payload: str | None = None
+    drain: bool = False
+
+
+def parse_fast(argv: list[str]) -> HookArgs | None:
+    """The hook command line, or None for anything else (typer parses that)."""
+    store: Path | None = None
+    i = 0
+    while i < len(argv) and argv[i] != "capture":
+        a = argv[i]
+        if a in ("--store", "-C") and i + 1 < len(argv):
+            store = Path(argv[i + 1]).expanduser()
+            i += 2
+        elif a.startswith("--store="):
+            store = Path(a.split("=", 1)[1]).expanduser()
+            i += 1
+        elif a == "--break-lock":
+            i += 1
+        else:
+            return None
+    rest = argv[i + 1 :]
+    if i >= len(argv):
+        return None
+    if rest == ["--drain"]:
+        return HookArgs(store, None, drain=True)
+    if not rest or rest[0] not in ("claude-code", "codex"):
+        return None
+    agent, rest = rest[0], rest[1:]
+    if not rest:
+        return HookArgs(store, agent)
+    if rest[0] != "--notify" or agent != "codex":
+        return None
+    rest = rest[1:]
+    if rest and rest[0] == "--":
+        rest = rest[1:]
+    if not rest:
+        return HookArgs(store, agent, notify=True)
+    return HookArgs(store, agent, notify=True, chain=rest[:-1], payload=rest[-1])
+
+
+def default_store() -> Path:
+    from histstore.store.config import default_store_path
+
+    return default_store_path()
+
+
+class _OutOfTime(BaseException):
+    """Raised by the time bound's alarm: not an Exception, so nothing below
+    mistakes it for an error it may handle."""
+
+
+def _detach(argv: list[str]) -> None:
+    """Start ``argv`` in a session of its own, stdio closed; never waited for
+    (``HS_CAPTURE_DETACH=0``: run it here and wait, for tests and debugging)."""
+    if os.environ.get("HS_CAPTURE_DETACH") == "0":
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+            )
+        return
+    with contextlib.suppress(OSError):
+        subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
+
+
+def inline() -> bool:
+    """``HS_CAPTURE_DETACH=0``: what a hook would start in the background is
+    done in the hook process instead (the tests; debugging)."""
+    return os.environ.get("HS_CAPTURE_DETACH") == "0"
+
+
+def background(root: Path, tasks: list[str]) -> None:
+    """Start a capture's slow work (``drain``: the spool applied without a
+    time bound and the recall index caught up or built; ``gc``: ``hs gc
+    --auto``) detached from the agent."""
+    if inline():
+        from histstore.capture.apply import drain_all
+        from histstore.ops import gc
+        from histstore.store.store import Store
+
+        if "drain" in tasks:
+            drain_all(root)
+        if "gc" in tasks:
+            with Store.open(root) as store:
+                gc.auto(store)
+        return
+    if "drain" in tasks:
+        _detach([*hs_argv(), "--store", str(root), "capture", "--drain"])
+    elif "gc" in tasks:
+        _detach([*hs_argv(), "--store", str(root), "gc", "--auto"])
+
+
+def hs_argv() -> list[str]:
+    """How to run this hs again: this Python with the entry module."""
+    return [sys.executable, "-m", "histstore.porcelain.entry"]
+
+
+def _read_stdin() -> str:
+    try:
+        if sys.stdin is None or sys.stdin.isatty():
+            return ""
+        data = sys.stdin.buffer.read(MAX_STDIN + 1)
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return data.decode("utf-8", "replace")
+
+
+def budget() -> float:
+    try:
+        value = float(os.environ.get("HS_CAPTURE_BUDGET", "") or BUDGET)
+    except ValueError:
+        return BUDGET
+    return value if value > 0 else BUDGET
+
+
+def run(args: HookArgs, *, stdin: str | None = None) -> int:
+    """Run a capture as a hook does; always 0. ``stdin`` is the payload when
+    it is not an argument (read from the process's stdin when None)."""
+    from histstore.capture import run as capture
+
+    root = args.store if args.store is not None else default_store()
+    if args.drain:
+        from histstore.capture.apply import drain_all
+
+        try:
+            out = drain_all(root)
+        except Exception as e:  # the background half: recorded, never raised
+            capture.record_failure(root, "hs", "", f"drain: {type(e).__name__}: {e}")
+            return 0
+        if "gc" in out.background:
+            from histstore.ops import gc
+            from histstore.store.store import Store
+
+            with contextlib.suppress(Exception), Store.open(root) as store:
+                gc.auto(store)  # already in the background: run it here
+        return 0
+    assert args.agent is not None
+    if args.chain and args.payload is not None:
+        # the notify program hs was put in front of gets the payload first, as
+        # Codex gives it: fire and forget
+        _detach([*args.chain, args.payload])
+    payload = args.payload if args.payload is not None else stdin
+    if payload is None:
+        payload = _read_stdin()
+    limit = budget()
+
+    def out_of_time(signum: int, frame: object) -> None:
+        raise _OutOfTime
+
+    alarm = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGALRM, out_of_time) if alarm else None
+    try:
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, limit)
+        try:
+            out = capture.capture(root, args.agent, payload)
+        finally:
+            if alarm:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    except _OutOfTime:
+        capture.record_failure(
+            root,
+            args.agent,
+            payload,
+            f"stopped after {limit:g} s (the hook's time bound): its payload stays spooled",
+        )
+        return 0
+    except Exception as e:  # never a traceback, never a non-zero exit, to an agent
+        capture.record_failure(root, args.agent, payload, f"{type(e).__name__}: {e}")
+        return 0
+    finally:
+        if alarm and previous is not None:
+            signal.signal(signal.SIGALRM, previous)
+    if out.background:
+        try:
+            background(root, out.background)
+        except Exception as e:
+            capture.record_failure(root, args.agent, payload, f"background: {e}")
+    return 0
+
+
+def main_fast(argv: list[str]) -> int | None:
+    """Run the hook command line here (its exit status), or None when ``argv``
+    is any other command."""
+    args = parse_fast(argv)
+    if args is None:
+        return None
+    # nothing may reach the agent: stdout (and stderr) go nowhere from here on
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        if not os.environ.get("HS_DEBUG"):
+            os.dup2(devnull, 2)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    # the last resort of the time bound: a process stuck past it ends itself
+    stop = threading.Timer(budget() + 1.0, os._exit, (0,))
+    stop.daemon = True
+    if not args.drain:
+        stop.start()
+    try:
+        return run(args)
+    except BaseException:
+        return 0
