@@ -77,13 +77,13 @@ class FakeClaude:
         self.n += 1
         n = self.n
         self.prompt_id = f"{n:08x}-aaaa-4bbb-8ccc-{n:012x}"
-        uid = f"{n:08x}-0000-4000-8000-{n:012x}"
+        uid = f"{self.sid[:8]}-{n:04x}-4000-8000-{n:012x}"
         user = self._base("user", uid)
         user["message"] = {"role": "user", "content": text}
         self.write(user)
         for k in range(tools):
             call = f"toolu_{n:06d}{k:02d}"
-            a = self._base("assistant", f"{n:08x}-1111-4000-8000-{k:012x}")
+            a = self._base("assistant", f"{self.sid[:8]}-{n:04x}-4111-8000-{k:012x}")
             a["requestId"] = f"req_{n}_{k}"
             a["message"] = {
                 "id": f"msg_{n}_{k}",
@@ -96,14 +96,14 @@ class FakeClaude:
                 "stop_reason": "tool_use",
             }
             self.write(a)
-            r = self._base("user", f"{n:08x}-2222-4000-8000-{k:012x}")
+            r = self._base("user", f"{self.sid[:8]}-{n:04x}-4222-8000-{k:012x}")
             r["message"] = {
                 "role": "user",
                 "content": [{"type": "tool_result", "tool_use_id": call, "content": f"line {n}"}],
             }
             r["toolUseResult"] = {"type": "text", "file": {"filePath": "a.py", "content": "x"}}
             self.write(r)
-        final = self._base("assistant", f"{n:08x}-3333-4000-8000-{n:012x}")
+        final = self._base("assistant", f"{self.sid[:8]}-{n:04x}-4333-8000-{n:012x}")
         final["message"] = {
             "id": f"msg_{n}_final",
             "model": "claude-sonnet-4-5",
