@@ -41,6 +41,10 @@ def capture(
     drain: Annotated[
         bool, typer.Option("--drain", help="Apply every spooled payload, waiting for the lock.")
     ] = False,
+    fresh: Annotated[
+        Path | None,
+        typer.Option("--fresh", help="With --drain: the spool entry of the hook that started it."),
+    ] = None,
     rest: Annotated[
         list[str] | None,
         typer.Argument(help="With --notify: a notify program to run first, then the payload."),
@@ -52,7 +56,7 @@ def capture(
     rest = list(rest or [])
     store = store_path(ctx)
     if drain:
-        args = HookArgs(store, None, drain=True)
+        args = HookArgs(store, None, drain=True, payload=str(fresh) if fresh else None)
     elif agent not in ("claude-code", "codex"):
         from histstore.capture.run import record_failure
 

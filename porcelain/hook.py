@@ -22,14 +22,15 @@ What a hook process promises the agent (docs/capture.md):
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import subprocess
 import sys
-import threading
-from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# only os and sys at the top: a capture that finds the store locked returns
+# having loaded little else (histstore.capture.fastspool)
 
 #: seconds a capture may take inside a hook (the installed hooks' timeouts are
 #: larger: Claude Code's SessionEnd gets 10 s, Stop 30 s)
@@ -38,28 +39,39 @@ BUDGET = 8.0
 MAX_STDIN = 8 << 20
 
 
-@dataclass
 class HookArgs:
-    store: Path | None
-    agent: str | None
-    notify: bool = False
-    #: Codex notify: the program chained after hs, and the payload
-    chain: list[str] = field(default_factory=list)
-    payload: str | None = None
-    drain: bool = False
+    """The hook's command line: the store (None: the default one), the agent,
+    and for Codex's notify the program chained after hs and the payload."""
+
+    def __init__(
+        self,
+        store: str | os.PathLike[str] | None,
+        agent: str | None,
+        *,
+        notify: bool = False,
+        chain: list[str] | None = None,
+        payload: str | None = None,
+        drain: bool = False,
+    ) -> None:
+        self.store = os.fspath(store) if store is not None else None
+        self.agent = agent
+        self.notify = notify
+        self.chain = list(chain or [])
+        self.payload = payload
+        self.drain = drain
 
 
 def parse_fast(argv: list[str]) -> HookArgs | None:
     """The hook command line, or None for anything else (typer parses that)."""
-    store: Path | None = None
+    store: str | None = None
     i = 0
     while i < len(argv) and argv[i] != "capture":
         a = argv[i]
         if a in ("--store", "-C") and i + 1 < len(argv):
-            store = Path(argv[i + 1]).expanduser()
+            store = os.path.expanduser(argv[i + 1])
             i += 2
         elif a.startswith("--store="):
-            store = Path(a.split("=", 1)[1]).expanduser()
+            store = os.path.expanduser(a.split("=", 1)[1])
             i += 1
         elif a == "--break-lock":
             i += 1
@@ -70,6 +82,8 @@ def parse_fast(argv: list[str]) -> HookArgs | None:
         return None
     if rest == ["--drain"]:
         return HookArgs(store, None, drain=True)
+    if len(rest) == 3 and rest[:2] == ["--drain", "--fresh"]:
+        return HookArgs(store, None, drain=True, payload=rest[2])
     if not rest or rest[0] not in ("claude-code", "codex"):
         return None
     agent, rest = rest[0], rest[1:]
@@ -85,10 +99,10 @@ def parse_fast(argv: list[str]) -> HookArgs | None:
     return HookArgs(store, agent, notify=True, chain=rest[:-1], payload=rest[-1])
 
 
-def default_store() -> Path:
+def default_store() -> str:
     from histstore.store.config import default_store_path
 
-    return default_store_path()
+    return str(default_store_path())
 
 
 class _OutOfTime(BaseException):
@@ -96,28 +110,22 @@ class _OutOfTime(BaseException):
     mistakes it for an error it may handle."""
 
 
-def _detach(argv: list[str]) -> None:
+def _detach(argv: list[str]) -> int | None:
     """Start ``argv`` in a session of its own, stdio closed; never waited for
-    (``HS_CAPTURE_DETACH=0``: run it here and wait, for tests and debugging)."""
-    if os.environ.get("HS_CAPTURE_DETACH") == "0":
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            subprocess.run(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                check=False,
-            )
-        return
-    with contextlib.suppress(OSError):
-        subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            close_fds=True,
-        )
+    (``HS_CAPTURE_DETACH=0``: run it here and wait, for tests and debugging).
+    Its pid (None when it ran here or did not start)."""
+    import subprocess
+
+    null = subprocess.DEVNULL
+    try:
+        if inline():
+            subprocess.run(argv, stdin=null, stdout=null, stderr=null, check=False)
+            return None
+        return subprocess.Popen(
+            argv, stdin=null, stdout=null, stderr=null, start_new_session=True, close_fds=True
+        ).pid
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def inline() -> bool:
@@ -173,14 +181,19 @@ def budget() -> float:
 def run(args: HookArgs, *, stdin: str | None = None) -> int:
     """Run a capture as a hook does; always 0. ``stdin`` is the payload when
     it is not an argument (read from the process's stdin when None)."""
+    import contextlib
+    import signal
+    import threading
+    from pathlib import Path
+
     from histstore.capture import run as capture
 
-    root = args.store if args.store is not None else default_store()
+    root = Path(args.store if args.store is not None else default_store())
     if args.drain:
         from histstore.capture.apply import drain_all
 
         try:
-            out = drain_all(root)
+            out = drain_all(root, Path(args.payload) if args.payload else None)
         except Exception as e:  # the background half: recorded, never raised
             capture.record_failure(root, "hs", "", f"drain: {type(e).__name__}: {e}")
             return 0
@@ -192,10 +205,7 @@ def run(args: HookArgs, *, stdin: str | None = None) -> int:
                 gc.auto(store)  # already in the background: run it here
         return 0
     assert args.agent is not None
-    if args.chain and args.payload is not None:
-        # the notify program hs was put in front of gets the payload first, as
-        # Codex gives it: fire and forget
-        _detach([*args.chain, args.payload])
+    _chain(args)
     payload = args.payload if args.payload is not None else stdin
     if payload is None:
         payload = _read_stdin()
@@ -236,6 +246,46 @@ def run(args: HookArgs, *, stdin: str | None = None) -> int:
     return 0
 
 
+def spool_to_background(root: str, agent: str, payload: str) -> bool:
+    """Spool the payload and start ``hs capture --drain`` detached to apply
+    it: the agent waits for neither the store's code to load nor the import
+    (about a second of CPU on a loaded machine). False (nothing done) for a
+    payload that is not a JSON object or a store that is missing: the capture
+    in this process then records why."""
+    from histstore.capture import fastspool
+
+    if not fastspool.is_store(root) or fastspool.event_name(payload) == "unknown":
+        return False
+    capture_dir = os.path.join(root, fastspool.CAPTURE_DIR)
+    entry = fastspool.spool(capture_dir, agent, payload)
+    pid = _detach([*hs_argv(), "--store", root, "capture", "--drain", "--fresh", entry])
+    fastspool.write_last(
+        capture_dir,
+        agent,
+        fastspool.event_name(payload),
+        {
+            "result": "spooled",
+            "message": "being applied in the background",
+            "waiting": fastspool.waiting(capture_dir),
+            "turns_added": 0,
+            "turns_revised": 0,
+            "applied": 0,
+            "lagging": False,
+            "session": None,
+            "drain_pid": pid,
+        },
+    )
+    return True
+
+
+def _chain(args: HookArgs) -> None:
+    """The notify program hs was put in front of gets the payload first, as
+    Codex gives it: fire and forget (once)."""
+    if args.chain and args.payload is not None:
+        chain, args.chain = args.chain, []
+        _detach([*chain, args.payload])
+
+
 def main_fast(argv: list[str]) -> int | None:
     """Run the hook command line here (its exit status), or None when ``argv``
     is any other command."""
@@ -243,18 +293,36 @@ def main_fast(argv: list[str]) -> int | None:
     if args is None:
         return None
     # nothing may reach the agent: stdout (and stderr) go nowhere from here on
-    with contextlib.suppress(OSError):
+    try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         if not os.environ.get("HS_DEBUG"):
             os.dup2(devnull, 2)
         os.dup2(devnull, 1)
         os.close(devnull)
-    # the last resort of the time bound: a process stuck past it ends itself
-    stop = threading.Timer(budget() + 1.0, os._exit, (0,))
-    stop.daemon = True
-    if not args.drain:
-        stop.start()
+    except OSError:
+        pass
     try:
+        if not args.drain:
+            assert args.agent is not None
+            _chain(args)
+            payload = args.payload if args.payload is not None else _read_stdin()
+            from histstore.capture.fastspool import spool_if_locked
+
+            root = args.store or default_store()
+            try:
+                if spool_if_locked(root, args.agent, payload):
+                    return 0  # the store is locked: the payload waits in the spool
+                if not inline() and spool_to_background(root, args.agent, payload):
+                    return 0  # applied by a process of its own, not waited for
+            except OSError:
+                pass  # the full capture records what is wrong
+            import threading
+
+            # the last resort of the time bound: a process stuck past it ends itself
+            stop = threading.Timer(budget() + 1.0, os._exit, (0,))
+            stop.daemon = True
+            stop.start()
+            return run(args, stdin=payload)
         return run(args)
     except BaseException:
         return 0

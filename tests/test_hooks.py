@@ -112,9 +112,12 @@ def test_claude_odd_formatting_and_a_person_s_key_on_our_hook(hs: HS, store: Sto
     ok(hs("hooks", "install", "claude-code"))
     text = path.read_text()
     assert '"env" : { "A" : "1" }' in text  # untouched member, untouched bytes
-    doc = json.loads(text)
-    assert doc["hooks"]["Stop"][0] == {"hooks": [{"type": "command", "command": "say hi"}]}
+    assert '[{"hooks":[{"type":"command","command":"say hi"}]}, ' in text  # the person's group too
+    ok(hs("hooks", "uninstall", "claude-code"))
+    assert path.read_text() == odd  # byte for byte
     # a person adds a key to hs's own hook: a second install keeps it
+    ok(hs("hooks", "install", "claude-code"))
+    doc = json.loads(path.read_text())
     doc["hooks"]["Stop"][1]["hooks"][0]["statusMessage"] = "saving the turn"
     path.write_text(json.dumps(doc))
     r = ok(hs("hooks", "install", "claude-code"))

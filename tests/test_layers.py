@@ -81,13 +81,21 @@ LAZY = {
     ("histstore.store.codec", "rfc8785"): "only a value with a float needs the reference encoder",
     ("histstore.ops.recall", "histstore.memory.prompt"): "hs recall reads memory (and yaml) "
     "only once some was recorded",
+    ("histstore.history.importing", "histstore.history.importers.claude_code"): "a hook "
+    "recording one agent's turn loads that agent's importer alone",
+    ("histstore.history.importing", "histstore.history.importers.codex"): "the same",
+    ("histstore.history.importing", "histstore.history.importers.turns_jsonl"): "the same",
+    ("histstore.history.importers.detect", "histstore.history.importers.claude_code"): "the "
+    "importers load only to tell a new file's format",
+    ("histstore.history.importers.detect", "histstore.history.importers.codex"): "the same",
+    ("histstore.history.importers.detect", "histstore.history.importers.turns_jsonl"): "the same",
     ("histstore.store", "histstore.store.store"): "a capture that finds the store locked "
     "needs the write helpers, not the codec and object kinds",
     ("histstore.capture.run", "histstore.capture.apply"): "a capture that finds the store "
     "locked returns before the store and importers load",
     ("histstore.capture.run", "histstore.store.store"): "the same",
     ("histstore.capture.run", "sqlite3"): "the same",
-    ("histstore.capture.run", "fcntl"): "the lock probe is POSIX only (none on Windows)",
+    ("histstore.capture.fastspool", "fcntl"): "the lock probe is POSIX only (none on Windows)",
     ("histstore.capture.apply", "histstore.recall.index"): "a capture that adds no turn "
     "never opens the index",
     ("histstore.capture.apply", "histstore.ops.gc"): "asked only once turns were committed",

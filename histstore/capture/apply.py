@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from histstore.capture import events
+from histstore.capture import events, fastspool
 from histstore.capture.events import Event
 from histstore.capture.journal import Journal, SpoolEntry
-from histstore.capture.run import Outcome, fill_outcome, finish
+from histstore.capture.run import Outcome, fill_outcome
 from histstore.errors import BadInput, HistError, Locked
 from histstore.history.importing import ImportReport, plan_files, store_paths
 from histstore.history.sources import Sources
@@ -155,21 +155,34 @@ def pending_bytes(store: Store, event: Event, limit: int | None = None) -> int:
         sources.close()
 
 
-def prime(store: Store, session_id: str | None) -> None:
+#: a hook catches the summary up by at most this many operations (more is a
+#: summary left behind: the background catches it up)
+SUMMARY_OPS = 64
+
+
+def prime(store: Store, session_id: str | None) -> bool:
     """Give the store the session as it is now from the summary, so storing a
-    turn in it reads no delta before it."""
+    turn in it reads no delta before it. False when the summary is too far
+    behind to be used in a hook (the session is then read from its
+    revisions, and the summary should be caught up in the background)."""
     if not session_id:
-        return
+        return True
     try:
         rev = store.session_ref(session_id)
     except BadInput:
-        return  # an id no ref can have: the import refuses it itself
+        return True  # an id no ref can have: the import refuses it itself
     if rev is None:
-        return
-    with contextlib.suppress(Unavailable, HistError, sqlite3.Error, OSError), Summary(store) as s:
-        session = s.session(session_id, rev)
-        if session is not None:
-            store.remember_session(session)
+        return True
+    try:
+        with Summary(store) as s:
+            session = s.session(session_id, rev, limit=SUMMARY_OPS)
+    except Unavailable:
+        return False
+    except (HistError, sqlite3.Error, OSError):
+        return True
+    if session is not None:
+        store.remember_session(session)
+    return True
 
 
 @dataclass
@@ -178,6 +191,8 @@ class Applied:
     lag: Lag
     #: none of the event's transcripts is there (yet)
     no_transcript: bool = False
+    #: the summary was too far behind to read the session from
+    summary_behind: bool = False
 
 
 def apply_event(store: Store, event: Event, *, fresh: bool = True) -> Applied:
@@ -187,14 +202,14 @@ def apply_event(store: Store, event: Event, *, fresh: bool = True) -> Applied:
     paths = _existing(events.files(event))
     if not paths:
         return Applied(ImportReport(), lag, no_transcript=True)
-    prime(store, event.session_id)
+    behind = not prime(store, event.session_id)
     report = store_paths(
         store,
         paths,
         command=f"hs capture {event.agent} {event.name}",
         amend=lag_amend(store, event, lag, fresh=fresh),
     )
-    return Applied(report, lag)
+    return Applied(report, lag, summary_behind=behind)
 
 
 @dataclass
@@ -208,6 +223,8 @@ class Drained:
     no_transcript: bool = False
     errors: list[str] = field(default_factory=list)
     committed: bool = False
+    #: derived data (the summary, the recall index) left for the background
+    behind: bool = False
 
 
 def drain(
@@ -229,16 +246,18 @@ def drain(
     out = Drained()
     for entry in journal.spooled():
         try:
-            event = events.from_object(entry.agent, entry.payload)
-        except BadInput as e:
-            journal.failure(entry.agent, "?", f"spooled payload {entry.path.name}: {e.message}")
-            journal.failed(entry)
+            event = events.parse(entry.agent, entry.text)
+        except BadInput as e:  # it never will apply: set aside at once
+            name = fastspool.event_name(entry.text)
+            journal.failure(entry.agent, name, f"spooled payload {entry.path.name}: {e.message}")
+            journal.failed(entry, hopeless=True)
             out.errors.append(e.message)
             continue
         if limit_bytes is not None and pending_bytes(store, event, limit_bytes) > limit_bytes:
             out.deferred = True
             break
         fresh = mine is not None and entry.path == mine.path
+        began = time.monotonic()
         try:
             done = apply_event(store, event, fresh=fresh)
         except Locked:
@@ -252,11 +271,13 @@ def drain(
             continue
         journal.done(entry)
         rep = done.report
+        _ran(journal, entry, event, done, time.monotonic() - began)
         out.applied += 1
         out.turns_added += rep.turns_added
         out.turns_revised += rep.turns_revised
         out.lagging = out.lagging or done.lag.patched is not None
         out.no_transcript = done.no_transcript
+        out.behind = out.behind or done.summary_behind
         out.committed = out.committed or rep.operation is not None
         for p in rep.problems:
             journal.failure(entry.agent, event.name, str(p), session=event.session_id)
@@ -287,8 +308,13 @@ def refresh(store: Store, *, wait: bool = False) -> bool:
                 behind = True
             elif todo:
                 index.catch_up(timeout=0)
-    with contextlib.suppress(Unavailable, HistError, sqlite3.Error, OSError), Summary(store) as s:
-        s.current()
+    try:
+        with Summary(store) as s:
+            s.current(limit=None if wait else SUMMARY_OPS)
+    except Unavailable:
+        behind = True
+    except (HistError, sqlite3.Error, OSError):
+        pass
     return behind
 
 
@@ -301,19 +327,47 @@ def gc_due(store: Store) -> bool:
         return False
 
 
-def drain_all(root: Path) -> Outcome:
+def _ran(journal: Journal, entry: SpoolEntry, event: Event, done: Applied, took: float) -> None:
+    """Record what applying one spooled payload did, as its hook's last run."""
+    rep = done.report
+    if rep.turns_added or rep.turns_revised:
+        result, message = "recorded", ""
+    else:
+        result = "unchanged"
+        message = "its transcript is not there yet" if done.no_transcript else ""
+    if done.lag.patched:
+        message = "the transcript lags its hook: the answer was taken from the hook"
+    journal.ran(
+        entry.agent,
+        event.name,
+        {
+            "result": result,
+            "message": message,
+            "session": event.session_id,
+            "turns_added": rep.turns_added,
+            "turns_revised": rep.turns_revised,
+            "applied": 1,
+            "lagging": done.lag.patched is not None,
+            "seconds": round(took, 4),
+            "received": entry.received,
+        },
+    )
+
+
+def drain_all(root: Path, fresh: Path | None = None) -> Outcome:
     """``hs capture --drain``: apply the whole spool, waiting for the lock as
-    any writer does (the background half of a capture)."""
-    began = time.monotonic()
+    any writer does (the background half of a capture; ``fresh``: the spool
+    entry of the hook that started it, applied as that hook would have)."""
     out = Outcome("unchanged", agent="hs", event="drain")
     journal = Journal.of_store(root)
+    mine = SpoolEntry(fresh, "", "", "") if fresh is not None else None
     with Store.open(root) as store:
-        done = drain(store, journal)
+        done = drain(store, journal, mine=mine)
         fill_outcome(out, done, journal)
         refresh(store, wait=True)
         if gc_due(store):
             out.background.append("gc")
-    return finish(journal, out, began)
+    return out
 
 
 def import_with_spool(store: Store, paths: list[Path], **kw: Any) -> tuple[ImportReport, Drained]:

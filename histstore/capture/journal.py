@@ -4,8 +4,9 @@ the failures.
 All of it is under ``<store>/local/capture/`` (this machine's, never synced,
 like the source table; docs/format.md, "Capture"):
 
-* ``spool/<time>-<pid>-<n>.json``: a payload not applied yet, one file each
-  (``{"agent", "payload", "received", "attempts", "argv"?}``), written
+* ``spool/<time>-<ns>-<pid>-<n>.json``: a payload not applied yet, one file
+  each (``{"agent", "text", "received", "attempts"}``: ``text`` the payload as
+  it came), written
   durably *before* a capture does anything else and removed once its turns
   are committed. A capture that finds the store lock held, is killed, or runs
   out of time leaves it there; the next capture (or ``hs import``, or ``hs
@@ -30,7 +31,6 @@ skipped.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import time
@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from histstore.capture import fastspool
 from histstore.store.clock import now_rfc3339
 from histstore.store.fsutil import atomic_write
 
@@ -52,8 +53,6 @@ LOG_LIMIT = 256 * 1024
 #: a spooled payload whose application failed this many times is set aside
 MAX_ATTEMPTS = 3
 
-_seq = itertools.count()
-
 
 def state_dir() -> Path:
     """Where a capture records itself when its store is missing."""
@@ -62,32 +61,22 @@ def state_dir() -> Path:
     return root / "histstore" / "capture"
 
 
-def _safe(name: str) -> str:
-    """A name for a file: letters, digits, ``-`` and ``_``; nothing else."""
-    out = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:64]
-    return out or "_"
-
-
 @dataclass
 class SpoolEntry:
     path: Path
     agent: str
-    payload: Any
+    #: the payload as it came
+    text: str
     received: str
     attempts: int = 0
-    #: a chained notify program (Codex), run when the payload arrived
-    argv: list[str] | None = None
 
     def as_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+        return {
             "agent": self.agent,
-            "payload": self.payload,
+            "text": self.text,
             "received": self.received,
             "attempts": self.attempts,
         }
-        if self.argv:
-            d["argv"] = self.argv
-        return d
 
 
 class Journal:
@@ -112,13 +101,14 @@ class Journal:
     def spool_dir(self) -> Path:
         return self.root / SPOOL
 
-    def spool(self, agent: str, payload: Any, argv: list[str] | None = None) -> SpoolEntry:
-        """Keep a payload until it is applied (durably)."""
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        name = f"{stamp}-{time.time_ns() % 1_000_000_000:09d}-{os.getpid()}-{next(_seq)}.json"
-        entry = SpoolEntry(self.spool_dir / name, agent, payload, now_rfc3339(), 0, argv)
-        atomic_write(entry.path, _dump(entry.as_json()))
-        return entry
+    def spool(self, agent: str, text: str) -> SpoolEntry:
+        """Keep a payload (the text it came as) until it is applied (durably)."""
+        path = Path(fastspool.spool(str(self.root), agent, text))
+        return SpoolEntry(path, agent, text, "", 0)
+
+    def waiting(self) -> int:
+        """How many payloads wait (counted, not read)."""
+        return fastspool.waiting(str(self.root))
 
     def spooled(self) -> list[SpoolEntry]:
         """The entries waiting, oldest first (an unreadable one is skipped)."""
@@ -136,15 +126,14 @@ class Journal:
             d = _read(path)
             if not isinstance(d, dict) or not isinstance(d.get("agent"), str):
                 continue
-            argv = d.get("argv")
+            text = d.get("text")
             out.append(
                 SpoolEntry(
                     path,
                     d["agent"],
-                    d.get("payload"),
+                    text if isinstance(text, str) else "",
                     str(d.get("received") or ""),
                     int(d.get("attempts") or 0),
-                    [str(a) for a in argv] if isinstance(argv, list) else None,
                 )
             )
         return out
@@ -160,9 +149,10 @@ class Journal:
         with contextlib.suppress(FileNotFoundError):
             entry.path.unlink()
 
-    def failed(self, entry: SpoolEntry) -> bool:
-        """Applying the entry failed: count it; True when it was set aside."""
-        entry.attempts += 1
+    def failed(self, entry: SpoolEntry, *, hopeless: bool = False) -> bool:
+        """Applying the entry failed: count it; True when it was set aside
+        (after MAX_ATTEMPTS, or at once when it can never apply)."""
+        entry.attempts = MAX_ATTEMPTS if hopeless else entry.attempts + 1
         if not entry.path.exists():
             return False
         if entry.attempts >= MAX_ATTEMPTS:
@@ -171,19 +161,16 @@ class Journal:
             with contextlib.suppress(FileNotFoundError):
                 os.replace(entry.path, target)
             return True
-        atomic_write(entry.path, _dump(entry.as_json()))
+        atomic_write(entry.path, fastspool.dump(entry.as_json()))
         return False
 
     # ------------------------------------------------------------ runs and failures
 
     def ran(self, agent: str, event: str, record: dict[str, Any]) -> None:
         """Record the last run of a hook (not fsynced: losing it loses a message)."""
-        rec = {"agent": agent, "event": event, "time": now_rfc3339(), **record}
         if self.missing_store is not None:
-            rec["store"] = str(self.missing_store)
-        path = self.root / LAST / f"{_safe(agent)}.{_safe(event)}.json"
-        with contextlib.suppress(OSError):
-            atomic_write(path, _dump(rec), sync=False)
+            record = {**record, "store": str(self.missing_store)}
+        fastspool.write_last(str(self.root), agent, event, record)
 
     def failure(self, agent: str, event: str, message: str, **more: Any) -> None:
         """Append one failure (one line; the log is rotated once it is large)."""
@@ -242,16 +229,12 @@ def summary(store_root: Path, *, days: int = 7) -> dict[str, Any]:
     failures = journal.recent_failures(since)
     return {
         "last_run": runs[0] if runs else None,
-        "waiting": len(journal.spooled()),
+        "waiting": journal.waiting(),
         "set_aside": journal.set_aside_count(),
         "failures": len(failures),
         "failures_days": days,
         "last_failure": failures[-1] if failures else None,
     }
-
-
-def _dump(obj: Any) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
 
 
 def _read(path: Path) -> Any:

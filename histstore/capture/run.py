@@ -1,7 +1,11 @@
 """One capture: a hook's payload turned into the turns its transcript gained.
 
-:func:`capture` is what ``hs capture`` runs inside an agent's hook. It never
-raises and never waits for the store lock:
+A hook process first goes through :mod:`histstore.capture.fastspool` (the
+payload spooled, the lock probed, the application handed to a detached
+``hs capture --drain``: histstore.porcelain.hook). :func:`capture` is the
+whole of it in one process — what that drain, ``HS_CAPTURE_DETACH=0`` and
+every payload the fast path does not take (not JSON, no store) go through.
+It never raises and never waits for the store lock:
 
 1. The payload is read (:mod:`histstore.capture.events`) and written to the
    spool (:mod:`histstore.capture.journal`) first, durably: whatever happens
@@ -11,19 +15,12 @@ raises and never waits for the store lock:
    ``flock``), that is all: the payload waits in the spool.
 3. Else every spooled payload is applied, oldest first (this one last), with
    the store's lock timeout at 0 — a writer that came in meanwhile leaves the
-   rest spooled. Applying one reads only what its transcripts gained since
-   they were last read (the source table's resume point, checked as every
-   import checks it: same file, only appended to) and commits it as one
-   operation: one small delta revision per session. The session as it is
-   now comes from the summary (a few rows) instead of every delta back to
-   its last full revision, so the cost does not grow with the session.
-4. If the transcript lags its hook (the agent's final answer not written yet
-   when ``Stop`` fires), the turn the hook is about takes the hook's
-   ``last_assistant_message`` (redacted like everything else) and is marked
-   ``extra.answered_from = "hook"``; the next event re-reads that turn from
-   the transcript, which by then holds the answer, and revises it.
-5. The recall index and the summary are caught up if their locks are free at
-   once; otherwise the next ``hs recall`` / ``hs log`` does it.
+   rest spooled (:mod:`histstore.capture.apply`: only what the transcripts
+   gained, the session read from the summary, the lag made good from the
+   hook's own answer).
+4. The recall index and the summary are caught up if their locks are free at
+   once and they are only a little behind; otherwise the outcome asks for a
+   drain in the background.
 
 A payload whose transcripts gained more than :data:`HOOK_BYTES` (the first
 capture of a long session) is not read inside the hook: the outcome asks the
@@ -38,13 +35,12 @@ in the store, or beside it when there is no store to write to.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from histstore.capture import events
+from histstore.capture import events, fastspool
 from histstore.capture.journal import Journal
 from histstore.errors import BadInput, HistError
 from histstore.store.config import CONFIG_NAME
@@ -97,30 +93,6 @@ class Outcome:
         }
 
 
-# ---------------------------------------------------------------- the lock
-
-
-def lock_held(root: Path) -> bool:
-    """Whether a writer holds the store lock now: a non-blocking ``flock`` of
-    ``<store>/lock`` on a descriptor of our own, let go at once (on systems
-    without ``flock`` this says no, and the commit's own 0-second try decides)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        return False
-    try:
-        fd = os.open(root / "lock", os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return False  # no lock file: nobody ever wrote, nobody holds it
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)  # closing drops our flock, if we got it
-    return False
-
-
 # ---------------------------------------------------------------- a capture
 
 
@@ -159,15 +131,16 @@ def capture(root: Path, agent: str, payload: str | bytes) -> Outcome:
         out.message = e.message
         return finish(journal, out, began)
     mine = None
+    text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload
     try:
-        mine = journal.spool(agent, obj)
+        mine = journal.spool(agent, text)
     except OSError as e:
         # not kept for later: applied now or, if it cannot be, recorded as lost
         journal.failure(agent, out.event, f"cannot spool the payload: {e}")
-    if lock_held(root):
+    if fastspool.lock_held(str(root)):
         out.result = "spooled"
         out.message = "the store is locked by another writer: applied by the next capture or import"
-        out.waiting = len(journal.spooled())
+        out.waiting = journal.waiting()
         return finish(journal, out, began)
     # the store is free: now (only now) load what applying needs
     import sqlite3
@@ -184,7 +157,8 @@ def capture(root: Path, agent: str, payload: str | bytes) -> Outcome:
         store.lock_timeout = 0.0
         done = drain(store, journal, limit_bytes=HOOK_BYTES, mine=mine)
         fill_outcome(out, done, journal)
-        if done.committed and refresh(store) and "drain" not in out.background:
+        behind = done.behind or (done.committed and refresh(store))
+        if behind and "drain" not in out.background:
             out.background.append("drain")
         if gc_due(store):
             out.background.append("gc")
@@ -201,7 +175,7 @@ def fill_outcome(out: Outcome, done: Drained, journal: Journal) -> None:
     out.turns_added = done.turns_added
     out.turns_revised = done.turns_revised
     out.lagging = done.lagging
-    out.waiting = len(journal.spooled())
+    out.waiting = journal.waiting()
     if done.deferred:
         out.result = "deferred"
         out.message = "more than a hook should read: applied in the background"

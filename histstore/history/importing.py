@@ -37,9 +37,6 @@ from histstore.history.importers import (
     Progress,
     Resume,
     SessionMeta,
-    claude_code,
-    codex,
-    turns_jsonl,
 )
 from histstore.history.importers.detect import (
     FORMATS,
@@ -64,11 +61,21 @@ from histstore.store.oplog import Operation, RefChange
 from histstore.store.refs import check_component
 from histstore.store.store import SESSION_PREFIX, Store
 
-PARSERS = {
-    "turns": turns_jsonl.parse_file,
-    "claude-code": claude_code.parse_file,
-    "codex": codex.parse_file,
-}
+
+def parser(fmt: str) -> Callable[..., Iterator[Any]]:
+    """The ``parse_file`` of a format's importer, loaded when first asked for:
+    a hook recording a Claude Code turn never loads the Codex importer."""
+    if fmt == "claude-code":
+        from histstore.history.importers import claude_code
+
+        return claude_code.parse_file
+    if fmt == "codex":
+        from histstore.history.importers import codex
+
+        return codex.parse_file
+    from histstore.history.importers import turns_jsonl
+
+    return turns_jsonl.parse_file
 
 
 def stored_turn(put: Callable[[str, bytes], str], turn: Turn) -> dict[str, Any]:
@@ -512,7 +519,7 @@ def store_paths(
             turns = problems = 0
             try:
                 size = path.stat().st_size
-                items: Iterable[Any] = PARSERS[f](path, store.redactor, progress, resume)
+                items: Iterable[Any] = parser(f)(path, store.redactor, progress, resume)
                 if amend is not None:
                     items = _amended(path, items, amend)
                 for item in items:
@@ -605,6 +612,8 @@ def _has_text(path: Path) -> bool:
 
 def store_record(store: Store, text: str, command: str = "hs record") -> tuple[str, ImportReport]:
     """Store one turn given as JSON text (``hs record``); (turn id, report)."""
+    from histstore.history.importers import turns_jsonl
+
     turn = turns_jsonl.parse_text(text, store.redactor)
     if turn.get("source") is None:
         turn["source"] = {"format": "record"}

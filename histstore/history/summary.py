@@ -31,6 +31,7 @@ from histstore.errors import CorruptObject, CorruptStore, HistError, NotFound
 from histstore.history.project import project_key
 from histstore.store import fsutil
 from histstore.store.kinds import Session, SessionRev, TurnEntry, ordered, parse
+from histstore.store.oplog import Operation
 from histstore.store.store import SESSION_PREFIX, Store
 
 SCHEMA = "2"
@@ -150,17 +151,23 @@ class Summary:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
-    def current(self) -> sqlite3.Connection:
+    def current(self, *, limit: int | None = None) -> sqlite3.Connection:
         """The summary, caught up with the refs log (Unavailable when it cannot
-        be read or written here)."""
+        be read or written here). With ``limit``, Unavailable too when that
+        would take a rebuild or more than ``limit`` operations: a hook does
+        not pay for a summary left far behind (the next reader does)."""
         conn = self._connect()
         try:
             if self._meta(conn, "schema") != SCHEMA:
+                if limit is not None:
+                    raise Unavailable(
+                        "the summary is of another schema: the next reader rebuilds it"
+                    )
                 self._reset(conn)
             last = self.store.refs.last_operation()
             want = last.op if last is not None else ""
             if (self._meta(conn, "applied_op") or "") != want or self._meta(conn, "built") is None:
-                self._catch_up(conn)
+                self._catch_up(conn, limit)
         except sqlite3.DatabaseError as e:
             # a damaged file is derived data: start it again next time
             self._drop()
@@ -180,15 +187,21 @@ class Summary:
 
     # ----------------------------------------------------------- catching up
 
-    def _catch_up(self, conn: sqlite3.Connection) -> None:
+    def _catch_up(self, conn: sqlite3.Connection, limit: int | None = None) -> None:
         """Replay the operations logged since ``applied_op`` in one transaction
         (BEGIN IMMEDIATE serializes catch-ups; the one that waited finds the
-        work done)."""
+        work done); with ``limit``, Unavailable rather than a rebuild or more
+        than ``limit`` operations."""
         conn.execute("BEGIN IMMEDIATE")
         try:
             applied = self._meta(conn, "applied_op")
             built = self._meta(conn, "built")
-            ops = self.store.refs.operations_after(applied) if built else None
+            if limit is not None:
+                ops = self._recent(applied, limit) if built else None
+                if ops is None:
+                    raise Unavailable("the summary is far behind: the next reader catches it up")
+            else:
+                ops = self.store.refs.operations_after(applied) if built else None
             if ops is None:
                 self._rebuild(conn)
             else:
@@ -203,6 +216,18 @@ class Summary:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             raise
+
+    def _recent(self, applied: str | None, limit: int) -> list[Operation] | None:
+        """The operations after ``applied``, oldest first, if there are at
+        most ``limit`` (None otherwise, or when ``applied`` is not found)."""
+        newer: list[Operation] = []
+        for op in self.store.refs.newest_first():
+            if op.op == applied:
+                return newer[::-1]
+            newer.append(op)
+            if len(newer) > limit:
+                return None
+        return newer[::-1] if not applied else None
 
     def _set(self, conn: sqlite3.Connection, key: str, value: str) -> None:
         conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
@@ -371,12 +396,13 @@ class Summary:
             out[tid] = tid[:length]
         return out
 
-    def session(self, session_id: str, rev_id: str) -> Session | None:
+    def session(self, session_id: str, rev_id: str, *, limit: int | None = None) -> Session | None:
         """The session at revision ``rev_id`` read from the summary (every turn
         entry as the revisions hold it: a few rows, where materializing it
         from the objects reads every delta back to its last full revision), or
-        None when the summary does not hold that revision whole."""
-        conn = self.current()
+        None when the summary does not hold that revision whole. ``limit``:
+        as :meth:`current`'s."""
+        conn = self.current(limit=limit)
         row = conn.execute(
             "SELECT rev, turns FROM session WHERE session_id = ?", (session_id,)
         ).fetchone()

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 from histstore.errors import BadInput, NotFound
-from histstore.history.importers import claude_code, codex, turns_jsonl
 from histstore.store.fsutil import open_regular
 
 FORMATS = ("turns", "claude-code", "codex")
@@ -14,6 +13,9 @@ FORMATS = ("turns", "claude-code", "codex")
 
 def detect_file(path: Path) -> str | None:
     """The format of a JSONL file from its first few records, or None."""
+    # the importers are loaded only for a file whose format is not known yet
+    from histstore.history.importers import claude_code, codex, turns_jsonl
+
     try:
         with open_regular(path) as f:
             for _, raw in zip(range(50), f, strict=False):
