@@ -13,11 +13,15 @@ What a hook process promises the agent (docs/capture.md):
   first, so not even a stray warning of a library reaches the agent, which
   would read JSON there as a decision), and nothing on stderr;
 * exit status 0, whatever happens (2 would block Claude Code from stopping);
-* a hard time bound, :data:`BUDGET` seconds (``HS_CAPTURE_BUDGET``): the
-  work is interrupted there (its payload stays spooled), and a process still
-  alive a second later ends itself;
-* slow work (a long backlog, ``hs gc --auto``, an index build) is started in
-  a process of its own session, which the agent does not wait for.
+* it does little itself: it spools the payload and probes the store lock
+  (histstore.capture.fastspool, the standard library alone), and unless the
+  store is locked starts ``hs capture --drain --fresh ENTRY`` in a process
+  of its own session, which imports the turn (and does any slow work: an
+  index build, ``hs gc --auto``) while the agent goes on;
+* with ``HS_CAPTURE_DETACH=0`` it imports the turn itself, under a hard time
+  bound, :data:`BUDGET` seconds (``HS_CAPTURE_BUDGET``): the work is
+  interrupted there (its payload stays spooled), and a process still alive a
+  second later ends itself.
 """
 
 from __future__ import annotations
