@@ -81,12 +81,10 @@ LAZY = {
     ("histstore.store.codec", "rfc8785"): "only a value with a float needs the reference encoder",
     ("histstore.ops.recall", "histstore.memory.prompt"): "hs recall reads memory (and yaml) "
     "only once some was recorded",
-    ("histstore.history.importing", "histstore.history.importers.claude_code"): "a hook "
-    "recording one agent's turn loads that agent's importer alone",
-    ("histstore.history.importing", "histstore.history.importers.codex"): "the same",
-    ("histstore.history.importing", "histstore.history.importers.turns_jsonl"): "the same",
-    ("histstore.history.importers.detect", "histstore.history.importers.claude_code"): "the "
-    "importers load only to tell a new file's format",
+    ("histstore.history.importing", "histstore.history.importers.turns_jsonl"): "hs record "
+    "alone parses a turn given as text",
+    ("histstore.history.importers.detect", "histstore.history.importers.claude_code"): "each "
+    "importer loads only for its own files, or to tell a new file's format",
     ("histstore.history.importers.detect", "histstore.history.importers.codex"): "the same",
     ("histstore.history.importers.detect", "histstore.history.importers.turns_jsonl"): "the same",
     ("histstore.store", "histstore.store.store"): "a capture that finds the store locked "

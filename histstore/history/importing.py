@@ -44,6 +44,7 @@ from histstore.history.importers.detect import (
     detect_file,
     format_of,
     list_files,
+    parser,
 )
 from histstore.history.sources import Sources
 from histstore.history.turn import BLOB_THRESHOLD, Turn
@@ -60,22 +61,6 @@ from histstore.store.objectstore import Batch
 from histstore.store.oplog import Operation, RefChange
 from histstore.store.refs import check_component
 from histstore.store.store import SESSION_PREFIX, Store
-
-
-def parser(fmt: str) -> Callable[..., Iterator[Any]]:
-    """The ``parse_file`` of a format's importer, loaded when first asked for:
-    a hook recording a Claude Code turn never loads the Codex importer."""
-    if fmt == "claude-code":
-        from histstore.history.importers import claude_code
-
-        return claude_code.parse_file
-    if fmt == "codex":
-        from histstore.history.importers import codex
-
-        return codex.parse_file
-    from histstore.history.importers import turns_jsonl
-
-    return turns_jsonl.parse_file
 
 
 def stored_turn(put: Callable[[str, bytes], str], turn: Turn) -> dict[str, Any]:
@@ -465,8 +450,7 @@ Amend = Callable[[Path, Turn, bool], Turn]
 
 
 def _amended(path: Path, items: Iterable[Any], amend: Amend) -> Iterator[Any]:
-    """The importer's items with every turn passed through ``amend``; a turn is
-    held back until the next one (or the end) shows whether it is the last."""
+    """The items with each turn through ``amend`` (held back a step: is it the last?)."""
     held: Turn | None = None
     for item in items:
         if isinstance(item, dict):
