@@ -13,6 +13,7 @@ import typer
 from histstore.errors import BadInput
 from histstore.plumbing.cli import app as plumbing_app
 from histstore.plumbing.common import command_line, new_app, open_store, store_path
+from histstore.porcelain.capture_cli import register as register_capture_commands
 from histstore.porcelain.maint_cli import register as register_maint_commands
 from histstore.porcelain.mcp_cli import app as mcp_app
 from histstore.porcelain.memory_cli import app as memory_app
@@ -162,7 +163,7 @@ def import_(
     if dry_run:
         _dry_run(store, paths or [], homes, fmt, json_out)
         return
-    from histstore.ops.importing import import_paths
+    from histstore.capture.apply import import_with_spool
 
     targets = list(paths) if paths else [h.path for h in homes]
     cmd = command_line(ctx, *(str(p) for p in paths or []))
@@ -174,13 +175,25 @@ def import_(
         with typer.progressbar(
             length=max(_progress_total(targets), 1), label="importing", file=sys.stderr
         ) as bar:
-            rep = import_paths(store, targets, fmt=fmt, command=cmd, progress=bar.update)
+            rep, spooled = import_with_spool(
+                store, targets, fmt=fmt, command=cmd, progress=bar.update
+            )
     else:
-        rep = import_paths(store, targets, fmt=fmt, command=cmd)
+        rep, spooled = import_with_spool(store, targets, fmt=fmt, command=cmd)
+    if spooled.applied and not json_out:
+        say(
+            f"applied {spooled.applied} spooled hook payload{'s' if spooled.applied != 1 else ''}: "
+            f"{spooled.turns_added} turns added, {spooled.turns_revised} revised"
+        )
     if json_out:
         out = rep.as_json()
         if homes:
             out["sources"] = [{"agent": h.agent, "path": str(h.path)} for h in homes]
+        out["spool"] = {
+            "applied": spooled.applied,
+            "turns_added": spooled.turns_added,
+            "turns_revised": spooled.turns_revised,
+        }
         typer.echo(json.dumps(out, ensure_ascii=False))
     else:
         _print_report(rep)
@@ -227,19 +240,39 @@ def _dry_run(
 
 
 @app.command()
-def record(ctx: typer.Context, json_out: JsonOpt = False) -> None:
-    """Record one turn given as a JSON object on stdin (for agent hooks)."""
+def record(
+    ctx: typer.Context,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="Who sent a hook payload: claude-code or codex (default: told from its transcript).",
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Record one turn given as a JSON object on stdin, or what an agent's hook sends."""
+    from histstore.capture.events import is_hook_payload
     from histstore.ops.importing import record_turn
 
     data = sys.stdin.read()
     if not data.strip():
         raise BadInput("no turn on stdin", hint="pipe one JSON turn object into `hs record`")
     try:
-        json.loads(data)
+        obj = json.loads(data)
     except ValueError as e:
         raise BadInput(f"stdin is not JSON: {e}", hint="give one JSON object") from None
     except RecursionError:
         raise BadInput("stdin nests too deeply to read", hint="give one flat JSON turn") from None
+    if agent is not None and agent not in ("claude-code", "codex"):
+        raise BadInput(f"unknown agent {agent!r}", hint="use claude-code or codex")
+    if is_hook_payload(obj):
+        from histstore.porcelain.capture_cli import record_hook
+
+        record_hook(ctx, obj, agent, json_out)
+        return
+    if agent is not None:
+        raise BadInput("--agent is for a hook payload; this is a turn record")
     store = open_store(ctx)
     turn_id, rep = record_turn(store, data, command=command_line(ctx))
     if rep.index_error and not json_out:
@@ -844,10 +877,13 @@ def undo(
 @app.command()
 def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Where the store is, what it holds, and its size."""
+    from histstore.capture.journal import summary
     from histstore.ops.status import status_info
+    from histstore.porcelain.capture_cli import status_lines
 
     store = open_store(ctx)
     info = status_info(store)
+    info["capture"] = summary(store.root)
     turns = info["turns"]
     packs, loose, size = info["packs"], info["loose_objects"], info["size_bytes"]
     last = info["last_operation"]
@@ -871,6 +907,8 @@ def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         )
     else:
         say("operations: none yet")
+    for line in status_lines(info["capture"]):
+        say(line)
 
 
 @app.command()
@@ -905,6 +943,7 @@ def print_findings_human(findings: list[Finding]) -> None:
 register_sync_commands(app)  # hs remote, push, pull, sync (porcelain/sync_cli.py)
 register_maint_commands(app)  # hs gc, hs upgrade (porcelain/maint_cli.py)
 register_restore_commands(app)  # hs restore (porcelain/restore_cli.py)
+register_capture_commands(app)  # hs capture, hs hooks, hs watch (porcelain/capture_cli.py)
 
 
 def main() -> None:

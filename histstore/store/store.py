@@ -271,6 +271,15 @@ class Store:
         costs its own delta only."""
         return materialize(rev_id, self.load_revision, self._sessions, self.SESSION_CACHE)
 
+    def remember_session(self, session: Session) -> None:
+        """Keep a session read another way (the summary's rows) as
+        load_session keeps one it materialized, so reading that revision, or
+        a delta on it, reads no revision before it. The caller vouches that
+        it is what load_session would give."""
+        self._sessions[session.rev] = session
+        while len(self._sessions) > self.SESSION_CACHE:
+            self._sessions.pop(next(iter(self._sessions)))
+
     def _reached(self, name: str, rev_id: str) -> Session:
         """A session revision a ref points at: anything wrong with it is damage."""
         if not is_object_id(rev_id):

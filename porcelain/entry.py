@@ -1,0 +1,21 @@
+"""The ``hs`` executable: the hook command runs without loading typer, every
+other command is the typer app (histstore.porcelain.cli)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    from histstore.porcelain.hook import main_fast
+
+    code = main_fast(sys.argv[1:])
+    if code is not None:
+        sys.exit(code)
+    from histstore.porcelain.cli import main as cli_main
+
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()
