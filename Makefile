@@ -52,9 +52,10 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 # The same suite exploring further: property tests with fresh random examples
-# (many more of them), the lock-contention loop for longer. Not run by CI.
+# (many more of them), the lock-contention loop for longer, the capture runs
+# over 1,000 turns instead of 50. Not run by CI.
 test-deep: $(STAMP)
-	HS_HYPOTHESIS_PROFILE=deep HS_SYNC_EXAMPLES=400 HS_LOCK_LOOP_SECONDS=60 $(BIN)/pytest -n 2
+	HS_HYPOTHESIS_PROFILE=deep HS_SYNC_EXAMPLES=400 HS_LOCK_LOOP_SECONDS=60 HS_CAPTURE_TURNS=1000 $(BIN)/pytest -n 2
 
 # Benchmarks live in tests/bench/bench_*.py (not collected by `make test`); figures are
 # printed at the end of the run. BENCH_ARGS passes extra pytest options (e.g. -k 10k).

@@ -13,10 +13,12 @@ import typer
 from histstore.errors import BadInput
 from histstore.plumbing.cli import app as plumbing_app
 from histstore.plumbing.common import command_line, new_app, open_store, store_path
+from histstore.porcelain.capture_cli import register as register_capture_commands
 from histstore.porcelain.maint_cli import register as register_maint_commands
 from histstore.porcelain.mcp_cli import app as mcp_app
 from histstore.porcelain.memory_cli import app as memory_app
 from histstore.porcelain.render import field, say, size_text
+from histstore.porcelain.restore_cli import register as register_restore_commands
 from histstore.porcelain.sync_cli import register as register_sync_commands
 
 if TYPE_CHECKING:
@@ -161,7 +163,7 @@ def import_(
     if dry_run:
         _dry_run(store, paths or [], homes, fmt, json_out)
         return
-    from histstore.ops.importing import import_paths
+    from histstore.capture.apply import import_with_spool
 
     targets = list(paths) if paths else [h.path for h in homes]
     cmd = command_line(ctx, *(str(p) for p in paths or []))
@@ -173,13 +175,25 @@ def import_(
         with typer.progressbar(
             length=max(_progress_total(targets), 1), label="importing", file=sys.stderr
         ) as bar:
-            rep = import_paths(store, targets, fmt=fmt, command=cmd, progress=bar.update)
+            rep, spooled = import_with_spool(
+                store, targets, fmt=fmt, command=cmd, progress=bar.update
+            )
     else:
-        rep = import_paths(store, targets, fmt=fmt, command=cmd)
+        rep, spooled = import_with_spool(store, targets, fmt=fmt, command=cmd)
+    if spooled.applied and not json_out:
+        say(
+            f"applied {spooled.applied} spooled hook payload{'s' if spooled.applied != 1 else ''}: "
+            f"{spooled.turns_added} turns added, {spooled.turns_revised} revised"
+        )
     if json_out:
         out = rep.as_json()
         if homes:
             out["sources"] = [{"agent": h.agent, "path": str(h.path)} for h in homes]
+        out["spool"] = {
+            "applied": spooled.applied,
+            "turns_added": spooled.turns_added,
+            "turns_revised": spooled.turns_revised,
+        }
         typer.echo(json.dumps(out, ensure_ascii=False))
     else:
         _print_report(rep)
@@ -226,19 +240,39 @@ def _dry_run(
 
 
 @app.command()
-def record(ctx: typer.Context, json_out: JsonOpt = False) -> None:
-    """Record one turn given as a JSON object on stdin (for agent hooks)."""
+def record(
+    ctx: typer.Context,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="Who sent a hook payload: claude-code or codex (default: told from its transcript).",
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Record one turn given as a JSON object on stdin, or what an agent's hook sends."""
+    from histstore.capture.events import is_hook_payload
     from histstore.ops.importing import record_turn
 
     data = sys.stdin.read()
     if not data.strip():
         raise BadInput("no turn on stdin", hint="pipe one JSON turn object into `hs record`")
     try:
-        json.loads(data)
+        obj = json.loads(data)
     except ValueError as e:
         raise BadInput(f"stdin is not JSON: {e}", hint="give one JSON object") from None
     except RecursionError:
         raise BadInput("stdin nests too deeply to read", hint="give one flat JSON turn") from None
+    if agent is not None and agent not in ("claude-code", "codex"):
+        raise BadInput(f"unknown agent {agent!r}", hint="use claude-code or codex")
+    if is_hook_payload(obj):
+        from histstore.porcelain.capture_cli import record_hook
+
+        record_hook(ctx, obj, agent, json_out)
+        return
+    if agent is not None:
+        raise BadInput("--agent is for a hook payload; this is a turn record")
     store = open_store(ctx)
     turn_id, rep = record_turn(store, data, command=command_line(ctx))
     if rep.index_error and not json_out:
@@ -326,23 +360,26 @@ def log(
         filtered = session or project or since or agent is not None
         say("no turns" + (" match" if filtered else " recorded yet"))
         return
+    shorts = reads.short_ids(store, [it.turn_id for it in items]) if oneline else {}
+    width = max((len(v) for v in shorts.values()), default=12)
     for i, it in enumerate(items):
         if it.turn is None:
             assert it.withheld is not None
             _print_forgotten(
-                it.turn_id,
+                shorts.get(it.turn_id, it.turn_id),
                 it.session.session_id,
                 it.entry.asked_at,
                 it.withheld,
                 json_out,
                 oneline,
                 i,
+                width,
             )
             continue
         if json_out:
             typer.echo(json.dumps(_turn_summary(it.turn, it.entry.object), ensure_ascii=False))
         elif oneline:
-            say(render.oneline(it.turn))
+            say(render.oneline(it.turn, shorts.get(it.turn_id), width))
         else:
             if i:
                 say("")
@@ -354,7 +391,14 @@ def _mode_word(mode: str) -> str:
 
 
 def _print_forgotten(
-    turn_id: str, session_id: str, asked_at: str, marker: Any, json_out: bool, oneline: bool, i: int
+    turn_id: str,
+    session_id: str,
+    asked_at: str,
+    marker: Any,
+    json_out: bool,
+    oneline: bool,
+    i: int,
+    width: int = 12,
 ) -> None:
     """A forgotten turn as log and show give it without --all: that it was, not what."""
     note = f"forgotten ({_mode_word(marker.mode)} since {marker.time})"
@@ -370,7 +414,9 @@ def _print_forgotten(
             )
         )
     elif oneline:
-        say(f"{turn_id[:12]}  {asked_at[:10]} {asked_at[11:16]}  {session_id[:8]}  {note}")
+        say(
+            f"{turn_id[:width]:<{width}}  {asked_at[:10]} {asked_at[11:16]}  {session_id[:8]}  {note}"
+        )
     else:
         if i:
             say("")
@@ -588,7 +634,8 @@ def _print_forgotten_list(items: list[Any], json_out: bool) -> None:
         )
         if f.agent:
             hides += f" of {f.agent}"
-        say(f"{m.mode:9}  {m.time}  {m.target_kind} {m.target}  ({hides})")
+        named = f"{m.session}~{m.target}" if m.target_kind == "turn" else m.target
+        say(f"{m.mode:9}  {m.time}  {m.target_kind} {named}  ({hides})")
         if m.reason:
             say(f"           reason: {field(m.reason)}")
         if f.first_prompt:
@@ -694,20 +741,40 @@ def unforget(
 @app.command()
 def export(
     ctx: typer.Context,
-    fmt: Annotated[str, typer.Option("--format", help="jsonl or markdown.")] = "jsonl",
+    fmt: Annotated[
+        str, typer.Option("--format", help="jsonl, markdown, or an agent's: claude-code, codex.")
+    ] = "jsonl",
     session: Annotated[str | None, typer.Option(help="Only this session (id or prefix).")] = None,
     project: Annotated[str | None, typer.Option(help="Only this project.")] = None,
     since: Annotated[
         str | None, typer.Option(help="Only turns asked since: 2w, 3d, 12h, or a date.")
     ] = None,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to FILE.")] = None,
+    directory: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir",
+            help="claude-code, codex: write the session's files under DIR in the agent's "
+            "layout (sub-agents' transcripts too).",
+        ),
+    ] = None,
     agent: AgentOpt = None,
 ) -> None:
-    """Turns out of the store (excluded ones never): turn JSONL or markdown."""
+    """Turns out of the store (excluded ones never): turn JSONL, markdown, or
+    one session in its agent's own format (Claude Code, Codex)."""
+    from histstore.overlay.transcripts import AGENT_FORMATS
+
+    store = open_store(ctx)
+    if fmt in AGENT_FORMATS:
+        data = _export_transcript(store, fmt, session, output, directory, project, since, agent)
+        if data is not None:
+            typer.echo(data, nl=False)  # the session's file, byte for byte
+        return
+    if directory is not None:
+        raise BadInput(f"--dir is for --format claude-code or codex, not {fmt}", hint="use -o FILE")
     from histstore.history.reading import parse_since
     from histstore.overlay.export import export as do_export
 
-    store = open_store(ctx)
     project = _project_arg(project)
     since_ts = parse_since(since) if since else None
     chunks = do_export(
@@ -715,6 +782,50 @@ def export(
     )
     for chunk in chunks:
         typer.echo(chunk, nl=False)
+
+
+def _export_transcript(
+    store: Any,
+    fmt: str,
+    session: str | None,
+    output: Path | None,
+    directory: Path | None,
+    project: str | None,
+    since: str | None,
+    agent: str | None,
+) -> bytes | None:
+    """``hs export --format claude-code|codex``: one session as its agent wrote
+    it; the session file's bytes when they go to stdout."""
+    from histstore.overlay.transcripts import export_transcript, transcript
+    from histstore.porcelain.render import transcript_notes
+
+    given = [n for n, v in (("--project", project), ("--since", since), ("--agent", agent)) if v]
+    if given:
+        raise BadInput(
+            f"{given[0]} does not apply to --format {fmt}: it exports one whole session",
+            hint="name it with --session",
+        )
+    if session is None:
+        raise BadInput(f"--format {fmt} exports one session: name it with --session")
+    if output is not None and directory is not None:
+        raise BadInput("give -o FILE or --dir DIR, not both")
+    t = transcript(store, session, fmt)
+    for note in transcript_notes(t):
+        say(note, err=True)
+    subagents = [f for f in t.files if f.kind == "subagent"]
+    if directory is None and subagents:
+        n = len(subagents)
+        say(
+            f"hs: {n} sub-agent transcript{'s' if n != 1 else ''} not written; "
+            "hint: --dir DIR writes them in Claude Code's layout",
+            err=True,
+        )
+    if output is None and directory is None:
+        return t.main.data
+    for path in export_transcript(store, t, output=output, directory=directory):
+        if directory is not None:
+            say(f"wrote {path}")
+    return None
 
 
 @app.command()
@@ -765,10 +876,13 @@ def undo(
 @app.command()
 def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Where the store is, what it holds, and its size."""
+    from histstore.capture.journal import summary
     from histstore.ops.status import status_info
+    from histstore.porcelain.capture_cli import status_lines
 
     store = open_store(ctx)
     info = status_info(store)
+    info["capture"] = summary(store.root)
     turns = info["turns"]
     packs, loose, size = info["packs"], info["loose_objects"], info["size_bytes"]
     last = info["last_operation"]
@@ -792,6 +906,8 @@ def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         )
     else:
         say("operations: none yet")
+    for line in status_lines(info["capture"]):
+        say(line)
 
 
 @app.command()
@@ -825,6 +941,8 @@ def print_findings_human(findings: list[Finding]) -> None:
 
 register_sync_commands(app)  # hs remote, push, pull, sync (porcelain/sync_cli.py)
 register_maint_commands(app)  # hs gc, hs upgrade (porcelain/maint_cli.py)
+register_restore_commands(app)  # hs restore (porcelain/restore_cli.py)
+register_capture_commands(app)  # hs capture, hs hooks, hs watch (porcelain/capture_cli.py)
 
 
 def main() -> None:

@@ -57,7 +57,7 @@ def _hs_argv() -> list[str]:
     found = shutil.which("hs")
     if found:
         return [str(Path(found).absolute())]
-    return [sys.executable, "-m", "histstore.porcelain.cli"]
+    return [sys.executable, "-m", "histstore.porcelain.entry"]
 
 
 _CHECK = {"claude-code": "claude mcp get histstore", "codex": "codex mcp get histstore"}

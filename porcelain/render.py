@@ -116,11 +116,14 @@ def turn_text(
     return "\n".join(parts)
 
 
-def oneline(turn: dict[str, Any]) -> str:
+def oneline(turn: dict[str, Any], short: str | None = None, width: int = 12) -> str:
+    """One line of ``hs log --oneline``; ``short`` the turn id's abbreviation
+    (overlay.reads.short_ids), padded to ``width``."""
     sub = "↳ " if turn.get("subagent") else ""
     agent = turn.get("agent") or "-"
+    tid = short if short is not None else turn["turn_id"][:12]
     return (
-        f"{turn['turn_id'][:12]}  {when(turn['asked_at'])[:16]}  "
+        f"{tid:<{width}}  {when(turn['asked_at'])[:16]}  "
         f"{turn['session_id'][:8]}  {agent:<11}  "
         f"{sub}{first_line(asked_text(turn), 70)}"
     )
@@ -146,3 +149,34 @@ def step_text(step: dict[str, Any]) -> str:
         str(kind), f"event {field(step.get('kind', ''))}"
     )
     return f"── {label}{at}\n" + indent(text)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def transcript_notes(t: Any) -> list[str]:
+    """What stderr says of a session exported or restored in its agent's
+    format (histstore.overlay.transcripts.Transcript): the turns left out, and
+    an order that may not be the original."""
+    notes = []
+    if t.left_out:
+        line = (
+            f"hs: left out {plural(len(t.left_out), 'excluded turn')} of session "
+            f"{t.stored_id}: {', '.join(t.left_out)}"
+        )
+        if t.relinked:
+            line += f"; {plural(t.relinked, 'record')} re-linked over the gap"
+        notes.append(line)
+    if t.no_raw:
+        notes.append(
+            f"hs: {plural(len(t.no_raw), 'turn')} of session {t.stored_id} "
+            f"{'have' if len(t.no_raw) != 1 else 'has'} no records of the agent's "
+            f"(recorded by hs record), not written: {', '.join(t.no_raw)}"
+        )
+    for name in t.unordered:
+        notes.append(
+            f"hs: warning: the turns of {name} overlap in the original file and this store "
+            "does not know where each record was: they are in turn order, which may differ"
+        )
+    return notes

@@ -48,6 +48,10 @@ def _temp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HS_LOCK_TIMEOUT", "5")
     monkeypatch.delenv("HS_DEBUG", raising=False)
     monkeypatch.delenv("MEMORY_DIR", raising=False)
+    # what a hook starts in the background runs in the hook instead: no
+    # process outlives its test (tests/test_capture.py checks the detaching)
+    monkeypatch.setenv("HS_CAPTURE_DETACH", "0")
+    monkeypatch.delenv("HS_CAPTURE_BUDGET", raising=False)
     # the agents' own overrides of where they keep history: never the real ones
     for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME"):
         monkeypatch.delenv(name, raising=False)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import tomli_w
-from helpers import HS, turn_record
+from helpers import HS, turn_record, write_turns
 
 from histstore.store.config import read_config
 
@@ -324,3 +324,26 @@ def test_since_out_of_range_is_bad_input(hs: HS) -> None:
     hs("init")
     r = hs("log", "--since", "99999999999y")
     assert r.exit_code == 2 and "--since" in r.stderr
+
+
+def test_an_agent_name_that_misses_a_known_one_is_refused(hs: HS, tmp_path: Path) -> None:
+    """--agent Codex (or a typo) matched nothing and said nothing: a near miss
+    of a known agent is refused with the name it missed."""
+    hs("init")
+    hs("import", str(write_turns(tmp_path / "t.jsonl", [turn_record(1)])))
+    for args in (["log"], ["export"], ["forgotten"], ["recall", "login_user", "--everywhere"]):
+        r = hs(*args, "--agent", "Codex")
+        assert r.exit_code == 2 and r.stdout == "", args
+        assert r.stderr.startswith(
+            "hs: error: --agent 'Codex': no such agent (did you mean 'codex'?)"
+        )
+        assert "claude-code" in r.stderr and len(r.stderr.splitlines()) == 1
+    r = hs("log", "--agent", "claud-code")
+    assert r.exit_code == 2 and "did you mean 'claude-code'?" in r.stderr
+    # any other name is a filter (an agent whose turns came as turn JSONL)
+    r = hs("log", "--agent", "aider")
+    assert r.exit_code == 0 and r.stdout == "no turns match\n"
+    # an agent hs knows, with no session here, is a filter that matches nothing
+    r = hs("log", "--agent", "codex")
+    assert r.exit_code == 0 and r.stdout == "no turns match\n"
+    assert hs("log", "--agent", "hs").exit_code == 0

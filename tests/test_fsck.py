@@ -235,3 +235,16 @@ def test_garbage_in_a_ref_is_corruption(hs: HS, store_path: Path) -> None:
     assert r.exit_code == 7 and "does not hold an object id" in r.stderr
     r = hs("fsck")
     assert r.exit_code == 7 and "Traceback" not in r.stderr
+
+
+def test_a_missing_turn_object_is_damage_with_the_fsck_hint(
+    hs: HS, store_path: Path, tmp_path: Path
+) -> None:
+    """A pack index gone missing: hs log says the store is damaged (exit 7)
+    and how to mend it, not "no object" (exit 4)."""
+    idx, _ = _imported_pack(hs, store_path, tmp_path)
+    idx.rename(tmp_path / "away.idx")
+    (idx.parent / "multi-pack-index").unlink(missing_ok=True)
+    r = hs("log")
+    assert r.exit_code == 7 and r.stdout == ""
+    assert "is missing" in r.stderr and "hs fsck" in r.stderr and len(r.stderr.splitlines()) == 1

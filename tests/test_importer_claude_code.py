@@ -125,6 +125,7 @@ def test_plain_turn_with_split_assistant_message(tmp_path: pathlib.Path) -> None
         "line": 2,
         "end_line": 6,
         "offset": len(path.read_bytes().split(b"\n")[0]) + 1,
+        "lines": [[1, 6]],  # the line of each raw record, as runs
     }
     # the snapshot before the prompt is kept in the first turn's raw
     assert t["raw"] == path.read_text().splitlines()
@@ -229,6 +230,7 @@ def test_non_prompt_user_lines_never_start_a_turn(tmp_path: pathlib.Path) -> Non
         "line": 19,
         "end_line": 19,
         "offset": sum(len(x) + 1 for x in path.read_bytes().split(b"\n")[:18]),
+        "lines": [[19, 1]],
     }
 
 
@@ -386,6 +388,9 @@ def test_rewind_attributes_records_to_their_branch(tmp_path: pathlib.Path) -> No
     assert turns[2]["answered"] == "answer 3"
     assert turns[1]["source"]["end_line"] == 7
     assert turns[2]["source"]["end_line"] == 6
+    # the late record of u2's branch sits after u3's lines: where each is, is kept
+    assert turns[1]["source"]["lines"] == [[3, 2], [7, 1]]
+    assert turns[2]["source"]["lines"] == [[5, 2]]
 
 
 # --------------------------------------------------------------------------- sub-agents

@@ -83,6 +83,7 @@ def test_060_rollout(tmp_path: pathlib.Path) -> None:
         "line": p1,
         "end_line": p2 - 1,
         "offset": sum(len(ln) + 1 for ln in path.read_bytes().split(b"\n")[: p1 - 1]),
+        "lines": [[1, p2 - 1]],
     }
     assert t["extra"] == {"cli_version": "0.60.1", "originator": "codex_cli_rs"}
     assert_raw_complete(path, turns)

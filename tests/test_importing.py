@@ -79,6 +79,9 @@ def test_grown_session_file_adds_only_new_turns(store: Store, tmp_path: Path) ->
     # where it came from is beside the turn, not in it
     assert "source" not in turn
     assert Sources(store).of(s.turns[1].object)["line"] == 3
+    # and the line of each of its raw records (what an export in the agent's
+    # format puts back in order)
+    assert Sources(store).where(s.turns[1].object)["lines"] == [3, 4]
     rep = import_paths(store, [tmp_path / "projects"])
     # as it was when last read: not read at all
     assert rep.operation is None and rep.files_unchanged == 1 and rep.files == 0
@@ -319,3 +322,44 @@ def normalize(rec: dict[str, object]) -> dict[str, object]:
     from histstore.history.turn import normalize_turn
 
     return normalize_turn(rec)
+
+
+def test_a_source_table_from_before_raw_lines_gains_the_column(
+    store: Store, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    path = store.root / "local" / "sources.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path)
+    db.execute(
+        "CREATE TABLE turns(object TEXT NOT NULL, path TEXT NOT NULL, format TEXT NOT NULL,"
+        " line INTEGER, end_line INTEGER, byte_offset INTEGER, seq INTEGER NOT NULL,"
+        " PRIMARY KEY(object, path))"
+    )
+    db.execute("INSERT INTO turns VALUES ('old', '/f.jsonl', 'claude-code', 3, 9, 120, 1)")
+    db.commit()
+    db.close()
+    ro = Sources(store, readonly=True)  # read-only: no column added, the row still reads
+    assert ro.where("old") == {
+        "format": "claude-code",
+        "file": "/f.jsonl",
+        "line": 3,
+        "end_line": 9,
+        "offset": 120,
+        "lines": None,
+    }
+    ro.close()
+    rw = Sources(store)
+    assert rw.of("old") == {
+        "format": "claude-code",
+        "file": "/f.jsonl",
+        "line": 3,
+        "end_line": 9,
+        "offset": 120,
+    }
+    rw.record_turns(
+        [("new", {"format": "codex", "file": "/g.jsonl", "line": 2, "lines": [[1, 3]]})]
+    )
+    assert rw.where("new")["lines"] == [1, 2, 3]
+    rw.close()

@@ -1,6 +1,6 @@
 """The layering (docs/architecture.md): every import goes down the layers, lowest
 first errors <- display <- store <- agents <- history <- overlay <- recall <- memory
-<- ops <- sync <- mcp <- plumbing <- porcelain, at module and at function level;
+<- ops <- capture <- sync <- mcp <- plumbing <- porcelain, at module and at function level;
 the library imports inside functions only what LAZY lists, for start-up time; it
 never imports a CLI framework, prints or exits; a dependency only one command
 needs is imported by that command's modules alone (the MCP SDK by the server);
@@ -32,6 +32,7 @@ LAYERS = [
     "histstore.recall",
     "histstore.memory",
     "histstore.ops",
+    "histstore.capture",
     "histstore.sync",
     "histstore.mcp",
     "histstore.plumbing",
@@ -48,6 +49,7 @@ THIRD_PARTY = {
     "mcp",
     "anyio",
     "re2",
+    "watchdog",
     "tantivy",
 }
 #: dependencies only one command needs, and the only modules that may import
@@ -57,6 +59,7 @@ ONLY_IN = {
     "mcp": {"histstore.mcp.server"},
     "anyio": {"histstore.mcp.server"},
     "tomlkit": {"histstore.agents.settings"},
+    "watchdog": {"histstore.capture.watch"},
 }
 
 #: The library's imports inside functions: each only downward (or sideways)
@@ -84,6 +87,26 @@ LAZY = {
     ("histstore.store.codec", "rfc8785"): "only a value with a float needs the reference encoder",
     ("histstore.ops.recall", "histstore.memory.prompt"): "hs recall reads memory (and yaml) "
     "only once some was recorded",
+    ("histstore.history.importing", "histstore.history.importers.turns_jsonl"): "hs record "
+    "alone parses a turn given as text",
+    ("histstore.history.importers.detect", "histstore.history.importers.claude_code"): "each "
+    "importer loads only for its own files, or to tell a new file's format",
+    ("histstore.history.importers.detect", "histstore.history.importers.codex"): "the same",
+    ("histstore.history.importers.detect", "histstore.history.importers.turns_jsonl"): "the same",
+    ("histstore.store", "histstore.store.store"): "a capture that finds the store locked "
+    "needs the write helpers, not the codec and object kinds",
+    ("histstore.capture.run", "histstore.capture.apply"): "a capture that finds the store "
+    "locked returns before the store and importers load",
+    ("histstore.capture.run", "histstore.store.store"): "the same",
+    ("histstore.capture.run", "sqlite3"): "the same",
+    ("histstore.capture.fastspool", "fcntl"): "the lock probe is POSIX only (none on Windows)",
+    ("histstore.capture.apply", "histstore.recall.index"): "a capture that adds no turn "
+    "never opens the index",
+    ("histstore.capture.apply", "histstore.ops.gc"): "asked only once turns were committed",
+    ("histstore.capture.apply", "histstore.ops.importing"): "hs capture never loads memory "
+    "(yaml): only hs import's path does",
+    ("histstore.ops.gc", "histstore.memory.folders"): "hs capture asks whether gc is due "
+    "without loading memory (and yaml)",
 }
 
 

@@ -89,14 +89,14 @@ def test_log_project_matches_the_turns_own_project(hs: HS, tmp_path: Path) -> No
     turn's own (cli.md), not the session's."""
     hs("init")
     recs = [
-        turn_record(1, session_id="s", project="/work/app"),
-        turn_record(2, session_id="s", project="/work/lib"),
-        turn_record(3, session_id="s", project="/work/lib"),
+        turn_record(1, session_id="s", project="/home/dev/app"),
+        turn_record(2, session_id="s", project="/home/dev/lib"),
+        turn_record(3, session_id="s", project="/home/dev/lib"),
     ]
     assert hs("import", str(write_turns(tmp_path / "a.jsonl", recs))).exit_code == 0
-    got = hs.json_lines("log", "--json", "--project", "/work/lib")
+    got = hs.json_lines("log", "--json", "--project", "/home/dev/lib")
     assert [t["turn_id"] for t in got] == ["turn-0003", "turn-0002"]
-    got = hs.json_lines("log", "--json", "--project", "/work/app")
+    got = hs.json_lines("log", "--json", "--project", "/home/dev/app")
     assert [t["turn_id"] for t in got] == ["turn-0001"]
 
 
@@ -120,3 +120,19 @@ def test_log_limit_status_and_show_read_the_summary(
     assert r.exit_code == 2 and "ambiguous" in r.stderr
     # the summary is the file that answered
     assert (store_path / "local" / "summary.sqlite").exists()
+
+
+def test_oneline_ids_are_as_long_as_it_takes_to_name_one_turn(hs: HS, tmp_path: Path) -> None:
+    """Early Codex turn ids are ``<session id>-<n>``: cut at 12 characters,
+    every turn of a session looked the same and ``hs show`` refused them."""
+    sid = "019aad50-a7e1-7c33-9a56-1b2c3d4e5f60"
+    turns = [turn_record(n, session_id=sid, turn_id=f"{sid}-{n}") for n in (1, 2, 12)]
+    turns.append(turn_record(4, session_id="s-other", turn_id="t-unrelated-turn-id"))
+    hs("init")
+    hs("import", str(write_turns(tmp_path / "t.jsonl", turns)))
+    r = hs("log", "--oneline")
+    assert r.exit_code == 0 and r.stderr == ""
+    shown = [line.split()[0] for line in r.stdout.splitlines()]
+    assert sorted(shown) == sorted([f"{sid}-1", f"{sid}-12", f"{sid}-2", "t-unrelated-"])
+    for short in shown:  # each one names its turn alone
+        assert hs("show", short).exit_code == 0, short

@@ -328,6 +328,60 @@ def _dump(value: Any, indent: str | None, at: str) -> str:
     return json.dumps(value, ensure_ascii=False, indent=indent).replace("\n", "\n" + at)
 
 
+def _elements(text: str, start: int) -> list[tuple[int, int]]:
+    """The (start, end) of each element of the array opening at ``start``."""
+    i = _skip(text, start + 1)
+    out: list[tuple[int, int]] = []
+    if text[i] == "]":
+        return out
+    while True:
+        _, end = _DECODER.raw_decode(text, i)
+        out.append((i, end))
+        i = _skip(text, end)
+        if text[i] == "]":
+            return out
+        i = _skip(text, i + 1)  # past the comma
+
+
+def _json_list_text(text: str, start: int, end: int, new: list[Any], unit: str) -> str | None:
+    """An array changed element by element, so the elements that stay keep
+    their bytes: ``new`` is the old array with elements appended, one run of
+    them removed, or some replaced in place. None for any other change (the
+    caller writes the array whole)."""
+    spans = _elements(text, start)
+    old = [_DECODER.raw_decode(text, a)[0] for a, _ in spans]
+    multiline = "\n" in text[start:end]
+
+    def dumped(v: Any, at_elem: int) -> str:
+        at = _line_indent(text, at_elem)
+        return _dump(v, unit if multiline else None, at)
+
+    if not spans:
+        return None
+    if len(new) > len(old) and all(same(a, b) for a, b in zip(old, new, strict=False)):
+        at = _line_indent(text, spans[-1][0]) if multiline else ""
+        sep = (",\n" + at) if multiline else ", "
+        added = "".join(sep + dumped(v, spans[-1][0]) for v in new[len(old) :])
+        return text[: spans[-1][1]] + added + text[spans[-1][1] :]
+    if len(new) < len(old):
+        k = len(old) - len(new)
+        for i in range(len(new) + 1):  # the run old[i:i+k] removed?
+            if all(same(a, b) for a, b in zip(old[:i] + old[i + k :], new, strict=True)):
+                if i + k < len(spans):  # up to the next kept element
+                    return text[: spans[i][0]] + text[spans[i + k][0] :]
+                if i > 0:  # a run at the end: from the last kept element's end
+                    return text[: spans[i - 1][1]] + text[spans[-1][1] :]
+                return None
+        return None
+    if len(new) == len(old):
+        out = text
+        for (a, b), was, now in reversed(list(zip(spans, old, new, strict=True))):
+            if not same(was, now):
+                out = out[:a] + dumped(now, a) + out[b:]
+        return out
+    return None
+
+
 def _json_set_text(text: str, start: int, keys: Keys, value: Any, unit: str) -> str:
     members, close = _members(text, start)
     multiline = "\n" in text[start:close]
@@ -336,6 +390,10 @@ def _json_set_text(text: str, start: int, keys: Keys, value: Any, unit: str) -> 
         m = found[-1]  # JSON parsers take the last of repeated keys
         if len(keys) > 1:
             return _json_set_text(text, m.value, keys[1:], value, unit)
+        if text[m.value] == "[" and isinstance(value, list):
+            edited = _json_list_text(text, m.value, m.end, value, unit)
+            if edited is not None:
+                return edited
         at = _line_indent(text, m.start)
         new = _dump(value, unit if multiline else None, at)
         return text[: m.value] + new + text[m.end :]
@@ -416,6 +474,22 @@ def update_json(path: Path, keys: Keys, fn: Update, *, prune: bool = True) -> Ch
     if _read(path) is None and fn(MISSING) in (MISSING, DELETE):
         return Change(path, False, False, None)
     return rewrite(path, "JSON", lambda text: _json_change(path, text, keys, fn, prune))
+
+
+def update_json_many(
+    path: Path, changes: list[tuple[Keys, Update]], *, prune: bool = True
+) -> Change:
+    """Several :func:`update_json` changes made as one write (one backup of
+    the file as it was, and no write when none of them changes anything)."""
+    if _read(path) is None and all(fn(MISSING) in (MISSING, DELETE) for _, fn in changes):
+        return Change(path, False, False, None)
+
+    def change(text: str) -> str:
+        for keys, fn in changes:
+            text = _json_change(path, text, keys, fn, prune)
+        return text
+
+    return rewrite(path, "JSON", change)
 
 
 def set_json(path: Path, keys: Keys, value: Any) -> Change:
@@ -503,6 +577,21 @@ def update_toml(path: Path, keys: Keys, fn: Update, *, prune: bool = True) -> Ch
     if _read(path) is None and fn(MISSING) in (MISSING, DELETE):
         return Change(path, False, False, None)
     return rewrite(path, "TOML", lambda text: _toml_change(path, text, keys, fn, prune))
+
+
+def update_toml_many(
+    path: Path, changes: list[tuple[Keys, Update]], *, prune: bool = True
+) -> Change:
+    """Several :func:`update_toml` changes made as one write."""
+    if _read(path) is None and all(fn(MISSING) in (MISSING, DELETE) for _, fn in changes):
+        return Change(path, False, False, None)
+
+    def change(text: str) -> str:
+        for keys, fn in changes:
+            text = _toml_change(path, text, keys, fn, prune)
+        return text
+
+    return rewrite(path, "TOML", change)
 
 
 def set_toml(path: Path, keys: Keys, value: Any) -> Change:

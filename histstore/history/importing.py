@@ -37,9 +37,6 @@ from histstore.history.importers import (
     Progress,
     Resume,
     SessionMeta,
-    claude_code,
-    codex,
-    turns_jsonl,
 )
 from histstore.history.importers.detect import (
     FORMATS,
@@ -47,6 +44,7 @@ from histstore.history.importers.detect import (
     detect_file,
     format_of,
     list_files,
+    parser,
 )
 from histstore.history.sources import Sources
 from histstore.history.turn import BLOB_THRESHOLD, Turn
@@ -63,12 +61,6 @@ from histstore.store.objectstore import Batch
 from histstore.store.oplog import Operation, RefChange
 from histstore.store.refs import check_component
 from histstore.store.store import SESSION_PREFIX, Store
-
-PARSERS = {
-    "turns": turns_jsonl.parse_file,
-    "claude-code": claude_code.parse_file,
-    "codex": codex.parse_file,
-}
 
 
 def stored_turn(put: Callable[[str, bytes], str], turn: Turn) -> dict[str, Any]:
@@ -208,6 +200,7 @@ class Importer:
         self.report = ImportReport()
         self.work: dict[str, SessionWork] = {}
         self.base: dict[str, str | None] = {}  # session -> its ref when first touched
+        self.refused: set[str] = set()  # session ids already reported as not allowed
         self.staged: dict[str, str] = {}  # session -> staged revision with flushed turns
         self.pending = 0
         #: (turn object id, where it was read) of every turn read
@@ -239,11 +232,14 @@ class Importer:
             self.base[session_id] = self.store.session_ref(session_id)
         return w
 
-    def add_meta(self, meta: SessionMeta) -> None:
+    def add_meta(self, meta: SessionMeta, path: str = "-") -> None:
+        if meta.session_id in self.refused:
+            return  # said once, at its turns' lines
         try:
             w = self._session(meta.session_id)
         except BadInput as e:
-            self.report.problems.append(Problem("-", 0, e.message))
+            self.refused.add(meta.session_id)
+            self.report.problems.append(Problem(path, 0, e.message))
             return
         if meta.title and not w.title:
             w.title = meta.title
@@ -255,8 +251,16 @@ class Importer:
     def add_turn(self, batch: Batch, turn: Turn, where: tuple[str, int]) -> None:
         try:
             check_component(turn["turn_id"], "turn id")
-            w = self._session(turn["session_id"])
         except BadInput as e:
+            self.report.problems.append(Problem(where[0], where[1], e.message))
+            return
+        sid = str(turn["session_id"])
+        if sid in self.refused:
+            return  # one line per session id, not per turn
+        try:
+            w = self._session(sid)
+        except BadInput as e:
+            self.refused.add(sid)
             self.report.problems.append(Problem(where[0], where[1], e.message))
             return
         tid = turn["turn_id"]
@@ -440,6 +444,28 @@ def plan_files(
         yield FilePlan(path, f, plan if isinstance(plan, Resume) else None, size)
 
 
+#: given each turn an importer read (the file, the turn, whether it is the
+#: file's last turn), returns the turn to store
+Amend = Callable[[Path, Turn, bool], Turn]
+
+
+def _amended(path: Path, items: Iterable[Any], amend: Amend) -> Iterator[Any]:
+    """The items with each turn through ``amend`` (held back a step: is it the last?)."""
+    held: Turn | None = None
+    for item in items:
+        if isinstance(item, dict):
+            if held is not None:
+                yield amend(path, held, False)
+            held = item
+            continue
+        if isinstance(item, Resume) and held is not None:
+            yield amend(path, held, True)
+            held = None
+        yield item
+    if held is not None:
+        yield amend(path, held, True)
+
+
 def store_paths(
     store: Store,
     paths: Iterable[Path],
@@ -447,10 +473,13 @@ def store_paths(
     fmt: str | None = None,
     command: str = "hs import",
     progress: Progress | None = None,
+    amend: Amend | None = None,
 ) -> ImportReport:
     """Store the turns of files and folders as one operation (objects and refs
     only: histstore.ops.importing.import_paths also brings the recall index and
-    the memory folders along). Per-line problems are reported, the rest imports."""
+    the memory folders along). Per-line problems are reported, the rest imports.
+    ``amend`` may change each turn read before it is stored (``hs capture``
+    fills in an answer the transcript does not hold yet)."""
     check_format(fmt)
     imp = Importer(store, command)
     sources = Sources(store)
@@ -474,12 +503,15 @@ def store_paths(
             turns = problems = 0
             try:
                 size = path.stat().st_size
-                for item in PARSERS[f](path, store.redactor, progress, resume):
+                items: Iterable[Any] = parser(f)(path, store.redactor, progress, resume)
+                if amend is not None:
+                    items = _amended(path, items, amend)
+                for item in items:
                     if isinstance(item, Problem):
                         problems += 1
                         imp.report.problems.append(item)
                     elif isinstance(item, SessionMeta):
-                        imp.add_meta(item)
+                        imp.add_meta(item, str(path))
                     elif isinstance(item, Resume):
                         read.append((path, f, item, size))
                     else:
@@ -564,6 +596,8 @@ def _has_text(path: Path) -> bool:
 
 def store_record(store: Store, text: str, command: str = "hs record") -> tuple[str, ImportReport]:
     """Store one turn given as JSON text (``hs record``); (turn id, report)."""
+    from histstore.history.importers import turns_jsonl
+
     turn = turns_jsonl.parse_text(text, store.redactor)
     if turn.get("source") is None:
         turn["source"] = {"format": "record"}

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from histstore.agents.homes import AGENTS
 from histstore.errors import Ambiguous, BadInput, CorruptStore, NotFound
 from histstore.history.project import project_key
 from histstore.history.summary import SessionInfo, open_summary
@@ -58,6 +60,40 @@ class LogEntry:
         return self.entry.turn_id
 
 
+#: the agents hs reads (and "hs", the default of its own turn JSONL)
+KNOWN_AGENTS = (*AGENTS, "hs")
+
+
+def store_agents(store: Store) -> set[str]:
+    """The agents this store holds sessions of."""
+    summary = open_summary(store)
+    if summary is not None:
+        with summary:
+            return set(summary.counts()["agents"])
+    return {s.agent for s in store.sessions()}
+
+
+def check_agent(store: Store, agent: str | None) -> None:
+    """An ``--agent`` value that is a near miss of an agent hs knows or the
+    store holds (``Codex``, ``claud-code``) is refused with the name it
+    missed: it would match nothing, silently. Any other name is a filter
+    (an agent whose turns came as turn JSONL, or none yet)."""
+    if agent is None or agent in KNOWN_AGENTS:
+        return
+    held = store_agents(store)
+    if agent in held:
+        return
+    names = sorted(held | set(KNOWN_AGENTS))
+    close = [n for n in names if n.lower() == agent.lower()] or difflib.get_close_matches(
+        agent, names, n=1, cutoff=0.8
+    )
+    if close:
+        raise BadInput(
+            f"--agent {agent!r}: no such agent (did you mean {close[0]!r}?)",
+            hint=f"agents: {', '.join(names)}",
+        )
+
+
 def log_entries(
     store: Store,
     *,
@@ -72,6 +108,7 @@ def log_entries(
     summary), else by reading every session. ``agent`` is compared with each
     session's (every importer gives one agent per session: the one that
     wrote it)."""
+    check_agent(store, agent)
     sid = resolve_session(store, session) if session is not None else None
     if sid is not None:
         rev = store.session_ref(sid)
@@ -100,7 +137,14 @@ def log_entries(
 
 
 def load_turn(store: Store, object_id: str) -> dict[str, Any]:
-    turn: dict[str, Any] = store.get_json(object_id, "turn")
+    """A turn object a session revision names: missing, it is damage (exit 7)."""
+    try:
+        turn: dict[str, Any] = store.get_json(object_id, "turn")
+    except NotFound:
+        raise CorruptStore(
+            f"turn object {object_id} is missing, though a session names it",
+            hint="run hs fsck (hs fsck --repair rebuilds a pack index that went missing)",
+        ) from None
     return turn
 
 
@@ -185,6 +229,8 @@ def resolve(store: Store, text: str) -> Resolved:
     text = text.strip()
     if not text:
         raise BadInput("empty id")
+    if "~" in text:  # SESSION~TURN: one turn of one session (no id holds a "~")
+        return _resolve_in_session(store, *text.split("~", 1))
     refs = store.session_refs()
     if text in refs:
         return Resolved("session", text, store.session(text))
@@ -195,16 +241,21 @@ def resolve(store: Store, text: str) -> Resolved:
         with summary:
             rows = summary.turns_named(text)
         for r in rows:
-            if r.entry.turn_id == text:
-                return Resolved("turn", text, r.session, r.entry)
             turn_hits.append(Resolved("turn", r.entry.turn_id, r.session, r.entry))
     else:
         for s in store.sessions():
             for t in s.turns:
-                if t.turn_id == text:
-                    return Resolved("turn", t.turn_id, s, t)
                 if t.turn_id.startswith(text):
                     turn_hits.append(Resolved("turn", t.turn_id, s, t))
+    exact = [h for h in turn_hits if h.id == text]
+    if len(exact) == 1:
+        return exact[0]
+    if exact:  # the same turn id in several sessions: say which to name
+        raise Ambiguous(
+            f"turn {text!r} is in {len(exact)} sessions",
+            [f"turn {_session_of(h)}~{h.id}" for h in exact[:10]],
+            hint="name one as SESSION~TURN",
+        )
     object_hits: list[Resolved] = []
     if is_id_prefix(text.lower()):
         object_hits = [
@@ -230,3 +281,33 @@ def resolve(store: Store, text: str) -> Resolved:
         [f"{h.kind} {h.id}" for h in hits[:10]],
         hint="give more characters of the id",
     )
+
+
+def _session_of(hit: Resolved) -> str:
+    return hit.session.session_id if hit.session is not None else "?"
+
+
+def _resolve_in_session(store: Store, session_text: str, turn_text: str) -> Resolved:
+    """``SESSION~TURN``: the session by id or unique prefix, then its turn by
+    id or unique prefix."""
+    if not session_text or not turn_text:
+        raise BadInput(
+            f"{session_text}~{turn_text!s}: give both parts", hint="SESSION~TURN, as hs log shows"
+        )
+    sid = resolve_session(store, session_text)
+    session = store.session(sid)
+    found = [t for t in session.turns if t.turn_id == turn_text] or [
+        t for t in session.turns if t.turn_id.startswith(turn_text)
+    ]
+    if not found:
+        raise NotFound(
+            f"session {sid} has no turn matching {turn_text!r}",
+            hint=f"see its turns with `hs log --session {sid}`",
+        )
+    if len(found) > 1:
+        raise Ambiguous(
+            f"{turn_text!r} is ambiguous in session {sid} ({len(found)} turns)",
+            [f"turn {sid}~{t.turn_id}" for t in found[:10]],
+            hint="give more characters of the turn id",
+        )
+    return Resolved("turn", found[0].turn_id, session, found[0])

@@ -6,7 +6,8 @@ came from is recorded here instead, in ``<store>/local/sources.sqlite``, a
 record of this machine that is never synced:
 
 * ``turns``: for each turn object, each file it was read from (path, format,
-  first and last line, byte offset of its first line), newest first;
+  first and last line, byte offset of its first line, and the line of each of
+  its raw records), newest first;
 * ``files``: for each file imported, what it was when last read — device,
   inode, size, modification time — and where a later import may resume: the
   byte offset (and line) at which the file's last turn starts, the importer's
@@ -62,6 +63,7 @@ CREATE TABLE IF NOT EXISTS turns(
     end_line INTEGER,
     byte_offset INTEGER,
     seq INTEGER NOT NULL,
+    raw_lines TEXT,
     PRIMARY KEY(object, path)
 );
 CREATE INDEX IF NOT EXISTS turns_by_seq ON turns(object, seq);
@@ -106,6 +108,9 @@ class Sources:
         self.path = store.root / "local" / NAME
         self._conn: sqlite3.Connection | None = None
         self._store = store
+        #: whether the table has the ``raw_lines`` column (a read-only
+        #: connection cannot add it to a table made before it)
+        self._lines = True
         #: only read, and leave no file behind (``hs import --dry-run``)
         self.readonly = readonly
 
@@ -129,6 +134,7 @@ class Sources:
             wal = self.path.with_name(self.path.name + "-wal").exists()
             uri = self.path.as_uri() + ("?mode=ro" if wal else "?mode=ro&immutable=1")
             self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30)
+            self._lines = _has_raw_lines(self._conn)
             return self._conn
         if self._conn is None:
             if not self.path.exists():
@@ -140,6 +146,8 @@ class Sources:
             if not fsutil.FSYNC:
                 self._conn.execute("PRAGMA synchronous = OFF")
             self._conn.executescript(SCHEMA)
+            if not _has_raw_lines(self._conn):
+                self._conn.execute("ALTER TABLE turns ADD COLUMN raw_lines TEXT")
         return self._conn
 
     def close(self) -> None:
@@ -238,8 +246,11 @@ class Sources:
         with self._transaction(db):
             seq = db.execute("SELECT coalesce(max(seq), 0) FROM turns").fetchone()[0]
             for i, (object_id, src) in enumerate(rows, seq + 1):
+                lines = src.get("lines")
                 db.execute(
-                    "INSERT OR REPLACE INTO turns VALUES (?,?,?,?,?,?,?)",
+                    "INSERT OR REPLACE INTO turns"
+                    " (object, path, format, line, end_line, byte_offset, seq, raw_lines)"
+                    " VALUES (?,?,?,?,?,?,?,?)",
                     (
                         object_id,
                         str(src.get("file") or ""),
@@ -248,18 +259,30 @@ class Sources:
                         src.get("end_line"),
                         src.get("offset"),
                         i,
+                        json.dumps(lines) if isinstance(lines, list) else None,
                     ),
                 )
 
     def of(self, object_id: str) -> dict[str, Any] | None:
         """Where a turn object was read from last: {format, file, line,
         end_line, offset}, or None when no import of this store read it."""
+        found = self.where(object_id)
+        if found is None:
+            return None
+        found.pop("lines")
+        return found
+
+    def where(self, object_id: str) -> dict[str, Any] | None:
+        """:meth:`of` with ``lines``: the line of each raw record of the turn
+        in that file, ascending (None when the import that read it was older
+        than this column, or the file was turn JSONL)."""
         try:
             db = self._db()
             if db is None:
                 return None
+            lines = "raw_lines" if self._lines else "NULL"
             row = db.execute(
-                "SELECT format, path, line, end_line, byte_offset FROM turns"
+                f"SELECT format, path, line, end_line, byte_offset, {lines} FROM turns"
                 " WHERE object = ? ORDER BY seq DESC LIMIT 1",
                 (object_id,),
             ).fetchone()
@@ -273,6 +296,7 @@ class Sources:
             "line": row[2],
             "end_line": row[3],
             "offset": row[4],
+            "lines": _line_numbers(row[5]),
         }
 
     def all_turns(self) -> Iterator[tuple[str, str]]:
@@ -291,3 +315,32 @@ class Sources:
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
+
+
+def _has_raw_lines(db: sqlite3.Connection) -> bool:
+    """Whether the ``turns`` table has the ``raw_lines`` column: a table made
+    before it gets it when opened for writing (its old rows hold none; the
+    next import of their file fills them in)."""
+    try:
+        return "raw_lines" in {row[1] for row in db.execute("PRAGMA table_info(turns)")}
+    except sqlite3.DatabaseError:
+        return False
+
+
+def _line_numbers(text: Any) -> list[int] | None:
+    """``[[first, count], ...]`` as stored, back to line numbers (None when
+    absent or not that shape)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        runs = json.loads(text)
+    except ValueError:
+        return None
+    out: list[int] = []
+    if not isinstance(runs, list):
+        return None
+    for run in runs:
+        if not (isinstance(run, list) and len(run) == 2 and all(type(v) is int for v in run)):
+            return None
+        out.extend(range(run[0], run[0] + run[1]))
+    return out

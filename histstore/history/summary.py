@@ -20,6 +20,7 @@ cannot be written (a read-only store) they read the sessions as before.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,10 +30,11 @@ from typing import Any
 from histstore.errors import CorruptObject, CorruptStore, HistError, NotFound
 from histstore.history.project import project_key
 from histstore.store import fsutil
-from histstore.store.kinds import SessionRev, TurnEntry, parse
+from histstore.store.kinds import Session, SessionRev, TurnEntry, ordered, parse
+from histstore.store.oplog import Operation
 from histstore.store.store import SESSION_PREFIX, Store
 
-SCHEMA = "1"
+SCHEMA = "2"
 NAME = "summary.sqlite"
 
 DDL = """
@@ -54,6 +56,7 @@ CREATE TABLE turn (
     project TEXT NOT NULL,
     pkey TEXT NOT NULL,
     subagent TEXT,
+    own TEXT,
     PRIMARY KEY (session_id, turn_id)
 ) WITHOUT ROWID;
 CREATE INDEX turn_time ON turn (asked_at, turn_id);
@@ -148,17 +151,23 @@ class Summary:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
-    def current(self) -> sqlite3.Connection:
+    def current(self, *, limit: int | None = None) -> sqlite3.Connection:
         """The summary, caught up with the refs log (Unavailable when it cannot
-        be read or written here)."""
+        be read or written here). With ``limit``, Unavailable too when that
+        would take a rebuild or more than ``limit`` operations: a hook does
+        not pay for a summary left far behind (the next reader does)."""
         conn = self._connect()
         try:
             if self._meta(conn, "schema") != SCHEMA:
+                if limit is not None:
+                    raise Unavailable(
+                        "the summary is of another schema: the next reader rebuilds it"
+                    )
                 self._reset(conn)
             last = self.store.refs.last_operation()
             want = last.op if last is not None else ""
             if (self._meta(conn, "applied_op") or "") != want or self._meta(conn, "built") is None:
-                self._catch_up(conn)
+                self._catch_up(conn, limit)
         except sqlite3.DatabaseError as e:
             # a damaged file is derived data: start it again next time
             self._drop()
@@ -166,24 +175,33 @@ class Summary:
         return conn
 
     def _reset(self, conn: sqlite3.Connection) -> None:
+        """A summary of another schema: its tables made again, empty."""
         conn.execute("BEGIN IMMEDIATE")
-        conn.execute("DELETE FROM turn")
-        conn.execute("DELETE FROM session")
-        conn.execute("DELETE FROM meta")
+        for table in ("turn", "session", "meta"):
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+        for statement in DDL.split(";"):
+            if statement.strip():
+                conn.execute(statement)
         conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA,))
         conn.execute("COMMIT")
 
     # ----------------------------------------------------------- catching up
 
-    def _catch_up(self, conn: sqlite3.Connection) -> None:
+    def _catch_up(self, conn: sqlite3.Connection, limit: int | None = None) -> None:
         """Replay the operations logged since ``applied_op`` in one transaction
         (BEGIN IMMEDIATE serializes catch-ups; the one that waited finds the
-        work done)."""
+        work done); with ``limit``, Unavailable rather than a rebuild or more
+        than ``limit`` operations."""
         conn.execute("BEGIN IMMEDIATE")
         try:
             applied = self._meta(conn, "applied_op")
             built = self._meta(conn, "built")
-            ops = self.store.refs.operations_after(applied) if built else None
+            if limit is not None:
+                ops = self._recent(applied, limit) if built else None
+                if ops is None:
+                    raise Unavailable("the summary is far behind: the next reader catches it up")
+            else:
+                ops = self.store.refs.operations_after(applied) if built else None
             if ops is None:
                 self._rebuild(conn)
             else:
@@ -198,6 +216,18 @@ class Summary:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             raise
+
+    def _recent(self, applied: str | None, limit: int) -> list[Operation] | None:
+        """The operations after ``applied``, oldest first, if there are at
+        most ``limit`` (None otherwise, or when ``applied`` is not found)."""
+        newer: list[Operation] = []
+        for op in self.store.refs.newest_first():
+            if op.op == applied:
+                return newer[::-1]
+            newer.append(op)
+            if len(newer) > limit:
+                return None
+        return newer[::-1] if not applied else None
 
     def _set(self, conn: sqlite3.Connection, key: str, value: str) -> None:
         conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
@@ -257,7 +287,7 @@ class Summary:
         self, conn: sqlite3.Connection, sid: str, project: str, turns: list[TurnEntry]
     ) -> None:
         conn.executemany(
-            "INSERT OR REPLACE INTO turn VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO turn VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     sid,
@@ -267,6 +297,7 @@ class Summary:
                     t.project or project,
                     project_key(t.project or project),
                     t.subagent,
+                    t.project,
                 )
                 for t in turns
             ],
@@ -340,6 +371,56 @@ class Summary:
             (text, hi),
         )
         return [_row(r) for r in rows]
+
+    def abbreviations(self, turn_ids: list[str], least: int = 12) -> dict[str, str]:
+        """The shortest prefix (``least`` characters at the fewest) of each turn
+        id that no other turn id and no session id of the store starts with, so
+        that ``hs show`` takes it (as git abbreviates object ids). Codex turn
+        ids of early generations are ``<session id>-<n>``: theirs are longer."""
+        conn = self.current()
+        out: dict[str, str] = {}
+        for tid in turn_ids:
+            length = least
+            for table, column in (("turn", "turn_id"), ("session", "session_id")):
+                for op, order in (("<", "DESC"), (">", "ASC")):
+                    row = conn.execute(
+                        f"SELECT {column} FROM {table} WHERE {column} {op} ?"
+                        f" ORDER BY {column} {order} LIMIT 1",
+                        (tid,),
+                    ).fetchone()
+                    if row is not None:
+                        other = str(row[0])
+                        # characters, not path parts: what a prefix shares
+                        common = len(os.path.commonprefix([tid, other]))  # noqa: RUF071
+                        length = max(length, common + 1)
+            out[tid] = tid[:length]
+        return out
+
+    def session(self, session_id: str, rev_id: str, *, limit: int | None = None) -> Session | None:
+        """The session at revision ``rev_id`` read from the summary (every turn
+        entry as the revisions hold it: a few rows, where materializing it
+        from the objects reads every delta back to its last full revision), or
+        None when the summary does not hold that revision whole. ``limit``:
+        as :meth:`current`'s."""
+        conn = self.current(limit=limit)
+        row = conn.execute(
+            "SELECT rev, turns FROM session WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        if row is None or row[0] != rev_id:
+            return None
+        rev = self.store.load_revision(rev_id)
+        turns = [
+            TurnEntry(*r)
+            for r in conn.execute(
+                "SELECT turn_id, object, asked_at, subagent, own FROM turn WHERE session_id = ?",
+                (session_id,),
+            )
+        ]
+        if len(turns) != rev.count or row[1] != rev.count or rev.session_id != session_id:
+            return None
+        return Session(
+            session_id, rev.project, rev.agent, rev.title, ordered(turns), rev_id, list(rev.parents)
+        )
 
     def sessions(self) -> Iterator[SessionInfo]:
         conn = self.current()

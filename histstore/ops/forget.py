@@ -30,6 +30,7 @@ from histstore.errors import (
     RebuildFailed,
     Unconfirmed,
 )
+from histstore.history.reading import check_agent
 from histstore.memory import rules as memrules
 from histstore.memory.revisions import load_revision, load_tree
 from histstore.memory.scopes import PREFIX as MEMORY_PREFIX
@@ -486,6 +487,7 @@ def forgotten(store: Store, *, agent: str | None = None) -> list[Forgotten]:
     exclusion's target is counted, never quoted (histstore.overlay.visibility).
     With ``agent``, only the markers of that agent's sessions and turns (a
     memory note's marker, or one whose session is not in the store, has none)."""
+    check_agent(store, agent)
     overlay = Overlay.read(store)
     refs = store.refs.list_refs(PREFIX)
     sessions = {s.session_id: s for s in store.sessions()} if overlay else {}

@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 from histstore.errors import BadInput, CorruptObject, CorruptStore, NotFound
-from histstore.memory.folders import BASE_DIR
 from histstore.recall.index import compact as compact_index
 from histstore.store import repack
 from histstore.store.codec import is_object_id
@@ -145,6 +144,8 @@ def _window_roots(store: Store, since: datetime) -> set[str]:
 
 
 def _base_roots(store: Store) -> set[str]:
+    from histstore.memory.folders import BASE_DIR  # hs capture asks gc_due without yaml
+
     out: set[str] = set()
     base = store.root / BASE_DIR
     if base.is_dir():
@@ -487,13 +488,19 @@ def loose_estimate(objects: DiskObjectStore) -> int:
     return n * 256
 
 
+def auto_due(store: Store) -> bool:
+    """Whether ``hs gc --auto`` would repack now (loose objects past
+    ``[gc] auto_loose``): cheap, one fan-out folder listed."""
+    objects = store.objects
+    if not isinstance(objects, DiskObjectStore):
+        return False
+    settings = Settings.of(store)
+    return settings.auto_loose != 0 and loose_estimate(objects) >= settings.auto_loose
+
+
 def auto(store: Store, step: Callable[[str], None] | None = None) -> GcReport | None:
     """``hs gc --auto``: repack (no pruning) once loose objects pass
     ``[gc] auto_loose``; None when there was nothing to do."""
-    objects = store.objects
-    if not isinstance(objects, DiskObjectStore):
-        return None
-    settings = Settings.of(store)
-    if settings.auto_loose == 0 or loose_estimate(objects) < settings.auto_loose:
+    if not auto_due(store):
         return None
     return gc(store, prune=False, step=step)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from histstore.errors import BadInput
+from histstore.history.reading import check_agent
 from histstore.recall.index import recall
 from histstore.recall.query import UNTRUSTED_LABEL, RecallResult
 from histstore.store.store import Store
@@ -76,6 +77,7 @@ def answer(
     the index)."""
     if not text.strip():
         raise BadInput("the query is empty", hint="give the words to look for")
+    check_agent(store, agent)
     res = recall(store, text, project=project, days=days, k=k, agent=agent, session=session)
     terms = [" ".join(t) for t in res.query.terms]
     notes: list[NoteHit] = []

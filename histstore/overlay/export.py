@@ -15,7 +15,7 @@ from typing import Any
 
 from histstore.display import visible
 from histstore.errors import BadInput
-from histstore.history.reading import expand_turn, load_turn, log_entries, raw_records
+from histstore.history.reading import check_agent, expand_turn, load_turn, log_entries, raw_records
 from histstore.history.summary import SessionInfo
 from histstore.overlay.markers import Overlay
 from histstore.overlay.visibility import View, Visibility
@@ -117,6 +117,7 @@ def export(
     if fmt not in FORMATS:
         raise BadInput(f"unknown export format {fmt!r}", hint="use jsonl or markdown")
     target = store.check_outside(output, "--output") if output is not None else None
+    check_agent(store, agent)  # before anything is written
     turns = exported_turns(store, session=session, project=project, since=since, agent=agent)
     if fmt == "jsonl":
         chunks: Iterator[str] = (jsonl_line(t) + "\n" for _, t in turns)

@@ -25,7 +25,7 @@ from histstore.history.reading import (
     subagent_links,
 )
 from histstore.history.sources import Sources
-from histstore.history.summary import SessionInfo
+from histstore.history.summary import SessionInfo, open_summary
 from histstore.overlay.markers import Marker, Overlay
 from histstore.overlay.visibility import View, Visibility
 from histstore.store.kinds import Session, TurnEntry
@@ -69,6 +69,16 @@ def log(
     )
     vis = Visibility(Overlay.read(store))
     return [_item(store, vis, View.LOG, e, show_all) for e in entries]
+
+
+def short_ids(store: Store, turn_ids: list[str]) -> dict[str, str]:
+    """Each turn id as ``hs log --oneline`` abbreviates it: 12 characters, or
+    as many more as make it name that turn alone (``hs show`` takes it)."""
+    summary = open_summary(store)
+    if summary is None:
+        return {t: t[:12] for t in turn_ids}
+    with summary:
+        return summary.abbreviations(turn_ids)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The two write paths of the store (CONVENTIONS 1).
+"""The write paths of the store (CONVENTIONS 1), and of what hs writes outside it.
 
 * :func:`atomic_write`: every file the store writes whole goes through it — a temp
   file in the same directory, write, fsync, rename over the target, fsync the
@@ -6,6 +6,8 @@
 * :func:`append_line`: every append to a log goes through it, under the store lock.
   A torn last line left by a crash is closed with a newline first, so it stays a
   single (unparseable, reported) line instead of corrupting the next entry.
+* :func:`create_new`: a whole file that must not replace one already there
+  (``hs restore`` writing into an agent's folder).
 """
 
 from __future__ import annotations
@@ -85,6 +87,39 @@ def atomic_write(path: Path, data: bytes, *, sync: bool = True, sync_dir: bool =
     os.replace(tmp, path)
     if sync and sync_dir:
         fsync_dir(path.parent)
+
+
+def create_new(path: Path, data: bytes, *, mode: int = 0o644) -> bool:
+    """Write a file that must not exist yet, whole: a temporary file beside
+    it, written and fsynced, then hard-linked into place, which fails if a
+    file appeared at ``path`` meanwhile (then False, and nothing is changed).
+    For files written into another program's folder (``hs restore`` into an
+    agent's), where replacing what that program just wrote would lose it."""
+    if not path.parent.is_dir():
+        make_dirs(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.close(fd)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    fsync_dir(path.parent)
+    return True
 
 
 def append_line(path: Path, line: bytes) -> None:

@@ -159,8 +159,9 @@ def _locked(root: Path, owner: Owner | None) -> Locked:
         return Locked(
             f"the store at {root} is locked, but its owner record names "
             f"{owner.describe()}, which is no longer running",
-            hint="a share that keeps a dead process's lock: once no hs runs on any "
-            f"machine, remove {root / 'lock'} (hs never replaces it itself)",
+            hint="another writer may be starting (its record not yet written): try "
+            "again; if it stays so, this is a share that keeps a dead process's lock: "
+            f"once no hs runs on any machine, remove {root / 'lock'} (hs never replaces it)",
         )
     if owner is None or owner.here():
         return Locked(
@@ -219,4 +220,7 @@ def acquire(
 
 def _say(notify: Callable[[str], None] | None, root: Path, owner: Owner) -> None:
     if notify is not None:
-        notify(f"took over the lock of {root}: its owner, {owner.describe()}, is no longer running")
+        notify(
+            f"took over the lock of {root}: its owner record names {owner.describe()}, "
+            "which no longer holds it"
+        )

@@ -125,6 +125,7 @@ class RefStore:
         self.applied_path = root / "refs.applied"
         self.packed_path = root / PACKED_NAME
         self._packed: tuple[tuple[int, int, int], dict[str, str]] | None = None
+        self._folders: tuple[dict[str, str], set[str]] | None = None
         #: the sorted names of packed-refs, by its (inode, size, mtime)
         self._names: tuple[tuple[int, int, int] | None, list[str]] | None = None
         #: any_under's last answer, by packed-refs' (inode, size, mtime) and namespace
@@ -150,9 +151,28 @@ class RefStore:
         parts = name.split("/")
         if any("/".join(parts[:i]) in packed for i in range(2, len(parts))):
             raise Conflict(f"ref {name} cannot be created: a ref exists above it")
-        below = name + "/"
-        if any(k.startswith(below) for k in packed):
+        if name in self._packed_folders():
             raise Conflict(f"ref {name} cannot be created: refs exist below it")
+
+    def _packed_folders(self) -> set[str]:
+        """Every folder a packed ref lives in (``remotes/o`` of
+        ``remotes/o/sessions/x``...), computed once per ``packed-refs`` read:
+        asking each new ref's name of every packed one made creating N refs
+        cost N times the packed count."""
+        packed = self.packed()
+        if self._folders is not None and self._folders[0] is packed:
+            return self._folders[1]
+        folders: set[str] = set()
+        for name in packed:
+            cut = name.rfind("/")
+            while cut > 0:
+                folder = name[:cut]
+                if folder in folders:
+                    break
+                folders.add(folder)
+                cut = name.rfind("/", 0, cut)
+        self._folders = (packed, folders)
+        return folders
 
     def read(self, name: str) -> str | None:
         """A ref's value: its loose file, else its line in ``packed-refs``."""

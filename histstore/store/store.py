@@ -141,6 +141,12 @@ class Store:
                 f"{root} is not empty and holds no store",
                 hint="choose an empty or new directory for the store",
             )
+        outer = next((p for p in root.resolve().parents if (p / "config.toml").is_file()), None)
+        if outer is not None and (outer / "refs").is_dir() and (outer / "objects").is_dir():
+            raise BadInput(
+                f"{root} is inside the store {outer}: a store there would damage it",
+                hint="choose a directory outside every store",
+            )
         root.mkdir(parents=True, exist_ok=True)
         (root / "objects" / "pack").mkdir(parents=True, exist_ok=True)
         (root / "refs").mkdir(exist_ok=True)
@@ -264,6 +270,15 @@ class Store:
         thousand turn entries each), so reading a revision after its parent
         costs its own delta only."""
         return materialize(rev_id, self.load_revision, self._sessions, self.SESSION_CACHE)
+
+    def remember_session(self, session: Session) -> None:
+        """Keep a session read another way (the summary's rows) as
+        load_session keeps one it materialized, so reading that revision, or
+        a delta on it, reads no revision before it. The caller vouches that
+        it is what load_session would give."""
+        self._sessions[session.rev] = session
+        while len(self._sessions) > self.SESSION_CACHE:
+            self._sessions.pop(next(iter(self._sessions)))
 
     def _reached(self, name: str, rev_id: str) -> Session:
         """A session revision a ref points at: anything wrong with it is damage."""

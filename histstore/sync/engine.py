@@ -362,9 +362,11 @@ def _decide(objs: Objects, plan: _Plan, report: SyncReport, *, push: bool, pull:
     border first), as the ref changes of each side."""
     for n in plan.differ:
         a, b = plan.local.get(n), plan.remote.get(n)
-        if push and a is not None:
+        # what is sent, and what a merge reads, is checked at the border:
+        # on a push the remote's value of a ref both hold is merged too
+        if a is not None and (push or b is not None):
             check_value(objs, n, a, "local")
-        if pull and b is not None:
+        if b is not None and (pull or a is not None):
             check_value(objs, n, b, "remote")
         value, conflicts = merge_values(objs, n, a, b)
         if value is not None and value not in (a, b):

@@ -375,8 +375,14 @@ def check_value(objs: Objects, ref: str, value: str, side: str) -> None:
                 raise ValueError("a marker of another target")
         elif d.get("scope") != name or not isinstance(d.get("tree"), str):
             raise ValueError("not a memory revision of that scope")
-    except (CorruptObject, ValueError, AttributeError) as e:
-        reason = e.reason if isinstance(e, CorruptObject) else str(e)
+    except (CorruptObject, NotFound, ValueError, AttributeError) as e:
+        reason = (
+            e.reason
+            if isinstance(e, CorruptObject)
+            else "an object it does not have"
+            if isinstance(e, NotFound)
+            else str(e)
+        )
         raise CorruptStore(
             f"{what} points at {value[:12]}: {reason}; no ref was moved",
             hint=f"run hs fsck on the {side} store",

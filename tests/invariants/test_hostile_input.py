@@ -58,6 +58,9 @@ def test_a_subagent_with_a_separator_in_its_session_id_is_reported_not_fatal(
     r = hs("import", str(tmp_path / "projects"))
     assert r.exit_code == 1 and "internal error" not in r.stderr
     assert "session id 'a/b' is not allowed" in r.stderr
+    # said once, at the file and line it came from
+    said = [x for x in r.stderr.splitlines() if "'a/b' is not allowed" in x]
+    assert len(said) == 1 and "agent-abc1234.jsonl:" in said[0] and "-:0:" not in r.stderr
     assert "turns: 1 added" in r.stdout  # the good file still imports
 
 
@@ -124,6 +127,11 @@ def test_no_command_writes_a_user_named_path_inside_the_store(
     assert (store_path / "config.toml").read_bytes() == config
     r = hs("memory", "scan", "--drafts", str(store_path / "refs" / "sessions"))
     assert r.exit_code == 2 and "inside the store" in r.stderr
+    # a store made inside it would be a ref folder, a ref named "inner"
+    inner = store_path / "refs" / "sessions" / "inner"
+    r = hs("-C", str(inner), "init")
+    assert r.exit_code == 2 and "inside the store" in r.stderr and r.stdout == ""
+    assert not inner.exists()
     assert hs("log").exit_code == 0
     with Store.open(store_path) as s:
         assert [f for f in fsck(s) if f.severity == "error"] == []
@@ -166,8 +174,20 @@ def test_a_turn_marker_hides_one_turn_of_one_session(hs: HS, tmp_path: Path) -> 
     # t-1 now names two turns: forget asks which, and SESSION~TURN says
     r = hs("forget", "t-1", "--confirm", "t-1")
     assert r.exit_code == 2 and "turn sess-b~t-1" in r.stderr and "turn sess-a~t-1" in r.stderr
+    # show asks which too, and takes SESSION~TURN (a prefix of either part)
+    r = hs("show", "t-1")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert "is in 2 sessions" in r.stderr and "turn sess-b~t-1" in r.stderr
+    r = hs("show", "sess-b~t-1")
+    assert r.exit_code == 0 and "ocelot in b" in r.stdout and "ocelot in a" not in r.stdout
+    assert hs("show", "sess-b~t-").exit_code == 0
+    r = hs("show", "sess-b~zz")
+    assert r.exit_code == 4 and "session sess-b has no turn matching 'zz'" in r.stderr
     r = hs("forget", "sess-b~t-1", "--confirm", "sess-b~t-1")
     assert r.exit_code == 0, r.stderr
+    # forgotten names the turn as SESSION~TURN
+    listed = hs("forgotten").stdout
+    assert "turn sess-a~t-1" in listed and "turn sess-b~t-1" in listed
     assert hs.json_lines("recall", "-e", "--json", "ocelot")[0]["hits"] == []
     r = hs("unforget", "sess-a~t-1", "--confirm", "sess-a~t-1")
     assert r.exit_code == 0, r.stderr
@@ -228,3 +248,21 @@ def test_damage_at_the_sync_border_is_exit_7(hs: HS, tmp_path: Path, value: str)
     assert r.exit_code == 7, r.stderr
     assert "no ref was moved" in r.stderr and "run hs fsck" in r.stderr
     assert sorted(p.name for p in (a / "refs").rglob("*")) == before
+
+
+def test_a_push_meeting_a_damaged_ref_both_hold_is_exit_7(hs: HS, tmp_path: Path) -> None:
+    """The remote's value of a session this store holds too names an object
+    it does not have: the push merges it, so that is damage (exit 7), not
+    "no object" (exit 4)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    hs("-C", str(a), "init")
+    hs("-C", str(b), "init")
+    hs("-C", str(a), "record", input=json.dumps(turn_record(1, session_id="zz")))
+    hs("-C", str(b), "record", input=json.dumps(turn_record(2)))
+    assert hs("-C", str(a), "remote", "add", "r", str(b)).exit_code == 0
+    (b / "refs" / "sessions" / "zz").write_text("a" * 64 + "\n")
+    before = sorted(p.name for p in (b / "refs").rglob("*"))
+    r = hs("-C", str(a), "push", "r")
+    assert r.exit_code == 7, r.stderr
+    assert "run hs fsck" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert sorted(p.name for p in (b / "refs").rglob("*")) == before

@@ -129,7 +129,7 @@ def test_a_reused_pid_in_a_stale_record_blocks_no_writer(store: Store) -> None:
         with store.lock():
             pass
         assert len(notes) == 1 and f"process {unrelated.pid}" in notes[0]
-        assert "is no longer running" in notes[0]
+        assert "which no longer holds it" in notes[0]
         assert not (store.root / "lock.owner").exists()
     finally:
         unrelated.kill()

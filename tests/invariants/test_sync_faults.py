@@ -366,8 +366,8 @@ def test_a_lock_left_by_a_dead_process_is_taken_over_with_a_message(tmp_path: Pa
     assert (b / "lock.owner").exists()  # its owner record stayed behind
     r = hs("-C", str(a), "push", "lap")
     assert r.exit_code == 0, r.stderr
-    assert r.stderr.startswith(f"hs: took over the lock of {b}: its owner, process ")
-    assert f"on {socket.gethostname()}" in r.stderr and "is no longer running" in r.stderr
+    assert r.stderr.startswith(f"hs: took over the lock of {b}: its owner record names process ")
+    assert f"on {socket.gethostname()}" in r.stderr and "which no longer holds it" in r.stderr
     assert not (b / "lock.owner").exists()
     r = hs("-C", str(a), "push", "lap")
     assert r.stderr == ""
@@ -417,7 +417,7 @@ def test_a_record_of_this_host_on_a_free_lock_is_taken_over(
     monkeypatch.setenv("HS_LOCK_TIMEOUT", "0.3")
     r = hs("-C", str(a), "push", "lap")
     assert r.exit_code == 0, r.stderr
-    assert f"took over the lock of {b}: its owner, process {os.getppid()}" in r.stderr
+    assert f"took over the lock of {b}: its owner record names process {os.getppid()}" in r.stderr
     assert not (b / "lock.owner").exists()
     # another host's record is never taken over silently
     with Store.open(a) as s:

@@ -56,3 +56,17 @@ class Resume:
 
 
 Parsed = dict[str, Any] | Problem | SessionMeta | Resume
+
+
+def line_runs(numbers: list[int]) -> list[list[int]]:
+    """Line numbers (ascending) as runs ``[[first, count], ...]``: where a turn's
+    raw records sit in its file (``source["lines"]``, kept in the source table).
+    A turn's records need not be one run of its file (a fork's branch continued
+    after a later prompt); an export in the agent's format puts each back there."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and runs[-1][0] + runs[-1][1] == n:
+            runs[-1][1] += 1
+        else:
+            runs.append([n, 1])
+    return runs

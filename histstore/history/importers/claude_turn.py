@@ -18,6 +18,7 @@ from typing import Any
 from histstore.errors import BadInput
 from histstore.history.importers import (
     Problem,
+    line_runs,
 )
 from histstore.history.turn import is_untrusted_tool, normalize_time
 
@@ -458,8 +459,7 @@ def build_turn(
     if not turn_id:
         turn_id = f"{session_id}-L{head.lineno}"
 
-    raw_pairs = [(ln.lineno, ln.text) for ln in lines] + group.extra_raw
-    raw_pairs.sort(key=lambda p: p[0])
+    raw_pairs = sorted([(ln.lineno, ln.text) for ln in lines] + group.extra_raw, key=lambda p: p[0])
 
     turn: dict[str, Any] = {
         "turn_id": turn_id,
@@ -484,6 +484,7 @@ def build_turn(
             "line": head.lineno,
             "end_line": raw_pairs[-1][0],
             "offset": head.offset,
+            "lines": line_runs([n for n, _ in raw_pairs]),  # each raw record's line
         },
         "steps": b.steps,
         "raw": [text for _, text in raw_pairs],

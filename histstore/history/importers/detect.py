@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from histstore.errors import BadInput, NotFound
-from histstore.history.importers import claude_code, codex, turns_jsonl
 from histstore.store.fsutil import open_regular
 
 FORMATS = ("turns", "claude-code", "codex")
@@ -14,6 +15,9 @@ FORMATS = ("turns", "claude-code", "codex")
 
 def detect_file(path: Path) -> str | None:
     """The format of a JSONL file from its first few records, or None."""
+    # the importers are loaded only for a file whose format is not known yet
+    from histstore.history.importers import claude_code, codex, turns_jsonl
+
     try:
         with open_regular(path) as f:
             for _, raw in zip(range(50), f, strict=False):
@@ -32,6 +36,22 @@ def detect_file(path: Path) -> str | None:
     except OSError:
         return None
     return None
+
+
+def parser(fmt: str) -> Callable[..., Iterator[Any]]:
+    """The ``parse_file`` of a format's importer, loaded when first asked for:
+    a hook recording a Claude Code turn never loads the Codex importer."""
+    if fmt == "claude-code":
+        from histstore.history.importers import claude_code
+
+        return claude_code.parse_file
+    if fmt == "codex":
+        from histstore.history.importers import codex
+
+        return codex.parse_file
+    from histstore.history.importers import turns_jsonl
+
+    return turns_jsonl.parse_file
 
 
 def check_format(fmt: str | None) -> None:

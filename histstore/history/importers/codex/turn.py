@@ -8,6 +8,7 @@ from typing import Any
 
 from histstore.history.importers import (
     Problem,
+    line_runs,
 )
 from histstore.history.importers.codex.lines import (
     _END_EVENTS,
@@ -69,6 +70,7 @@ class _Turn:
 
     # content (not kept by light turns)
     raw: list[str] = field(default_factory=list)
+    raw_lines: list[int] = field(default_factory=list)
     first_line: int = 0
     last_line: int = 0
     prompt_line: int = 0
@@ -163,6 +165,7 @@ class _Turn:
             self.first_line = line.lineno
         self.last_line = line.lineno
         self.raw.append(line.text)
+        self.raw_lines.append(line.lineno)
         obj = line.obj
         if obj is None:
             return
@@ -601,6 +604,7 @@ class _Turn:
                 "line": self.prompt_line,
                 "end_line": self.last_line,
                 "offset": self.prompt_offset,
+                "lines": line_runs(self.raw_lines),
             },
             "steps": steps,
             "raw": self.raw,

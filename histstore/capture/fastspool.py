@@ -1,0 +1,180 @@
+"""The first thing a hook does, with nothing but the standard library's
+``os``, ``json`` and ``time``: keep the payload in the spool, and see whether
+the store is locked.
+
+A capture that finds another writer holding the store lock must return at
+once (issue 14: within 50 ms as a process), so this module loads nothing of
+the store, the importers or even ``pathlib``: it writes the spool entry
+(docs/format.md, "Capture records") durably through its own few lines of
+the one write path (temporary file, fsync, rename, fsync of the folder),
+probes the lock, and records the run. :mod:`histstore.capture.journal`
+writes and reads the same files through these functions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import time
+
+#: the store's config file (histstore.store.config.CONFIG_NAME; a test keeps them equal)
+CONFIG = "config.toml"
+#: where the capture records live in a store (journal.DIR)
+CAPTURE_DIR = os.path.join("local", "capture")
+
+_seq = itertools.count()
+
+
+def now() -> str:
+    """The store's time format (histstore.store.clock): UTC, milliseconds, ``Z``."""
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
+
+
+def is_store(root: str) -> bool:
+    return os.path.isfile(os.path.join(root, CONFIG))
+
+
+def _fsync_enabled() -> bool:
+    # histstore.store.fsutil.FSYNC: the tests' switch, read the same way
+    return os.environ.get("HS_TEST_NO_FSYNC", "") != "1"
+
+
+def write_file(path: str, data: bytes, *, sync: bool) -> None:
+    """Write ``data`` to ``path`` whole: a temporary file beside it, (fsync),
+    rename, (fsync of the folder); the folder made when missing."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if sync and _fsync_enabled():
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    if sync and _fsync_enabled():
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        except OSError:  # pragma: no cover - some filesystems refuse it
+            pass
+        finally:
+            os.close(dfd)
+
+
+def dump(obj: object) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
+
+
+def spool_name() -> str:
+    """A spool entry's name: its time first, so names sort in time order."""
+    ns = time.time_ns()
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(ns / 1e9))
+    return f"{stamp}-{ns % 1_000_000_000:09d}-{os.getpid()}-{next(_seq)}.json"
+
+
+def spool(capture_dir: str, agent: str, text: str, argv: list[str] | None = None) -> str:
+    """Keep a payload (as the text it came as) until it is applied; its path."""
+    entry: dict[str, object] = {"agent": agent, "text": text, "received": now(), "attempts": 0}
+    if argv:
+        entry["argv"] = argv
+    path = os.path.join(capture_dir, "spool", spool_name())
+    write_file(path, dump(entry), sync=True)
+    return path
+
+
+def waiting(capture_dir: str) -> int:
+    """How many payloads wait in the spool (counted, not read)."""
+    try:
+        with os.scandir(os.path.join(capture_dir, "spool")) as it:
+            return sum(1 for e in it if e.name.endswith(".json") and not e.name.startswith("."))
+    except OSError:
+        return 0
+
+
+def _safe(name: str) -> str:
+    out = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:64]
+    return out or "_"
+
+
+def write_last(capture_dir: str, agent: str, event: str, record: dict[str, object]) -> None:
+    """The last run of a hook (not fsynced: losing it loses a message)."""
+    rec = {"agent": agent, "event": event, "time": now(), **record}
+    path = os.path.join(capture_dir, "last", f"{_safe(agent)}.{_safe(event)}.json")
+    with contextlib.suppress(OSError):
+        write_file(path, dump(rec), sync=False)
+
+
+def event_name(text: str) -> str:
+    """The hook event a payload names (``notify`` for Codex's; ``unknown``)."""
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        return "unknown"
+    if isinstance(obj, dict):
+        if obj.get("type") == "agent-turn-complete":
+            return "notify"
+        name = obj.get("hook_event_name")
+        if isinstance(name, str) and name:
+            return name
+    return "unknown"
+
+
+def lock_held(root: str) -> bool:
+    """Whether a writer holds the store lock now: a non-blocking ``flock`` of
+    ``<store>/lock`` on a descriptor of our own, let go at once (on systems
+    without ``flock`` this says no, and the commit's own 0-second try decides)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return False
+    try:
+        fd = os.open(os.path.join(root, "lock"), os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False  # no lock file: nobody ever wrote, nobody holds it
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing drops our flock, if we got it
+    return False
+
+
+def spool_if_locked(root: str, agent: str, text: str) -> bool:
+    """The whole of a capture that finds the store locked: the payload spooled,
+    the run recorded; False (nothing done) when the store is not locked, or
+    is no store (the full capture then records why)."""
+    if not is_store(root) or not lock_held(root):
+        return False
+    capture_dir = os.path.join(root, CAPTURE_DIR)
+    began = time.monotonic()
+    spool(capture_dir, agent, text)
+    write_last(
+        capture_dir,
+        agent,
+        event_name(text),
+        {
+            "result": "spooled",
+            "message": "the store is locked by another writer: applied by the next capture "
+            "or import",
+            "waiting": waiting(capture_dir),
+            "turns_added": 0,
+            "turns_revised": 0,
+            "applied": 0,
+            "lagging": False,
+            "session": None,
+            "seconds": round(time.monotonic() - began, 4),
+        },
+    )
+    return True

@@ -1,0 +1,29 @@
+"""The ``hs`` executable: the commands asked most often run without loading
+typer — the hook command (histstore.porcelain.hook) and ``hs recall``
+(histstore.porcelain.recall_cmd), when every argument is one they know;
+every other command is the typer app (histstore.porcelain.cli)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    from histstore.porcelain.hook import main_fast
+
+    code = main_fast(sys.argv[1:])
+    if code is not None:
+        sys.exit(code)
+    if "recall" in sys.argv[1:4]:
+        from histstore.porcelain.recall_cmd import quick
+
+        code = quick(sys.argv[1:])
+        if code is not None:
+            sys.exit(code)
+    from histstore.porcelain.cli import main as cli_main
+
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()
