@@ -426,3 +426,47 @@ def test_status_shows_turns_per_agent_and_project_sizes_and_last_capture(
     assert f"last capture: {shown}: {op['command']} (operation {op['op']})" in lines
     size = next(ln for ln in lines if ln.startswith("size:"))
     assert " on disk: objects " in size and ", recall index " in size
+
+
+@pytest.mark.parametrize("shell", ["zsh", "fish"])
+def test_completion_scripts_and_answers_for_zsh_and_fish(
+    shell: str, monkeypatch: pytest.MonkeyPatch, hs: HS, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The script for a shell named (typer's way, its shell detection off),
+    and what that shell's protocol is answered."""
+    import typer
+
+    from histstore.porcelain.cli import app
+
+    monkeypatch.setenv("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION", "1")
+    command = typer.main.get_command(app)  # the options take the shell's name now
+    with pytest.raises(SystemExit) as done:
+        command.main(["--show-completion", shell], prog_name="hs")
+    assert done.value.code == 0
+    script = capsys.readouterr().out
+    assert "_HS_COMPLETE" in script and f"complete_{shell}" in script
+    monkeypatch.setenv("_HS_COMPLETE", f"complete_{shell}")
+    monkeypatch.setenv("_TYPER_COMPLETE_ARGS", "hs memory d")
+    if shell == "fish":
+        monkeypatch.setenv("_TYPER_COMPLETE_FISH_ACTION", "get-args")
+    r = hs()
+    assert r.exit_code == 0
+    assert "diff" in r.stdout and "dir" in r.stdout and "log" not in r.stdout
+
+
+def test_ctrl_c_in_the_middle_of_a_command_exits_130_and_changes_nothing(
+    hs: HS, tmp_path: Path, store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from histstore.ops import importing
+
+    assert hs("init").exit_code == 0
+    log = (store_path / "refs.log").read_bytes() if (store_path / "refs.log").exists() else b""
+
+    def interrupted(*args: Any, **kw: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importing, "store_paths", interrupted)
+    path = write_turns(tmp_path / "t.jsonl", [turn_record(1)])
+    assert _run(hs, "import", str(path)) == (130, "", "hs: interrupted\n")
+    now = (store_path / "refs.log").read_bytes() if (store_path / "refs.log").exists() else b""
+    assert now == log and hs.json_lines("log", "--json") == []
