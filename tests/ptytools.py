@@ -134,7 +134,7 @@ def prompt_then_ctrl_c(
     master, slave = pty.openpty()
     _raw(slave)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "histstore.porcelain.cli", *args],
+        [sys.executable, "-m", "histstore.porcelain.entry", *args],
         stdin=slave,
         stdout=slave,
         stderr=slave,

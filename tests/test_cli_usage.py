@@ -132,7 +132,7 @@ def test_completion_of_commands_options_remotes_notes_and_ids(
 def test_show_completion_gives_the_script_for_the_shell() -> None:
     """typer's --show-completion detects the shell running hs (here bash)."""
     script = subprocess.run(
-        ["bash", "-c", f"{sys.executable} -m histstore.porcelain.cli --show-completion"],
+        ["bash", "-c", f"{sys.executable} -m histstore.porcelain.entry --show-completion"],
         capture_output=True,
         text=True,
         check=True,
