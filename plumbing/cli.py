@@ -14,11 +14,15 @@ from typing import Annotated, Any
 import typer
 
 from histstore.errors import BadInput, NotFound
-from histstore.plumbing.common import command_line, emit, new_app, open_store
+from histstore.plumbing.common import PlumbingGroup, command_line, emit, new_app, open_store
 from histstore.store.codec import KINDS, canonical_json, hash_object
 from histstore.store.kinds import SessionRev
 
-app = new_app("Low-level commands for scripts: JSON lines in, JSON lines out.")
+app = new_app(
+    "Low-level commands for scripts: JSON lines in, JSON lines out.\n\n"
+    "Example: hs plumbing show-ref sessions/",
+    cls=PlumbingGroup,
+)
 
 
 def _read_input(path: str) -> bytes:
@@ -39,7 +43,10 @@ def hash_object_cmd(
         bool, typer.Option("-w", "--write", help="Also write it to the store.")
     ] = False,
 ) -> None:
-    """Print the id of an object (JSON kinds are canonicalised first)."""
+    """Print the id of an object (JSON kinds are canonicalised first).
+
+    Example: printf abc | hs plumbing hash-object
+    """
     data = _read_input(path)
     if kind not in KINDS:
         raise BadInput(f"unknown object kind {kind!r}", hint=f"use one of {', '.join(KINDS)}")
@@ -75,7 +82,10 @@ def cat_object(
     ] = False,
 ) -> None:
     """Print an object, verified: {"id", "kind", "size"} and "payload" (JSON kinds),
-    "text" (a UTF-8 blob) or "base64" (any other blob)."""
+    "text" (a UTF-8 blob) or "base64" (any other blob).
+
+    Example: hs plumbing cat-object 569f3e98
+    """
     store = open_store(ctx)
     full = store.objects.resolve_prefix(object_id)
     kind, payload = store.objects.get(full)
@@ -99,7 +109,10 @@ def show_ref(
     ctx: typer.Context,
     prefix: Annotated[str, typer.Argument(help="Only refs whose name starts with this.")] = "",
 ) -> None:
-    """Every ref: {"ref", "id"} per line, sorted by name."""
+    """Every ref: {"ref", "id"} per line, sorted by name.
+
+    Example: hs plumbing show-ref sessions/
+    """
     store = open_store(ctx)
     for name, value in store.refs.list_refs(prefix).items():
         emit({"ref": name, "id": value})
@@ -119,7 +132,10 @@ def update_ref(
         typer.Option("--old", help="Compare-and-swap: the value it must have now (- for absent)."),
     ] = None,
 ) -> None:
-    """Move one ref, with compare-and-swap, as one operation in the refs log."""
+    """Move one ref, with compare-and-swap, as one operation in the refs log.
+
+    Example: hs plumbing update-ref --old - heads/x 569f3e
+    """
     from histstore.store.oplog import RefChange
     from histstore.store.refs import KIND_OF_NAMESPACE, check_ref_name
 
@@ -158,7 +174,10 @@ def refs_log(
     ctx: typer.Context,
     n: Annotated[int | None, typer.Option("-n", help="Only the last N operations.")] = None,
 ) -> None:
-    """The operation log, oldest first, one operation per line (torn lines skipped)."""
+    """The operation log, oldest first, one operation per line (torn lines skipped).
+
+    Example: hs plumbing refs-log -n 3
+    """
     store = open_store(ctx)
     ops = store.operations()
     if n is not None:
@@ -175,7 +194,10 @@ def fsck_cmd(
     ] = False,
 ) -> None:
     """Re-hash every object, check every ref and refs-log entry; one JSON line per finding.
-    Exit 7 when any finding is an error."""
+    Exit 7 when any finding is an error.
+
+    Example: hs plumbing fsck
+    """
     from histstore.ops.fsck import fsck  # reads every object: only this command needs it
 
     store = open_store(ctx)
@@ -188,7 +210,10 @@ def fsck_cmd(
 
 @app.command("index-build")
 def index_build(ctx: typer.Context) -> None:
-    """Build a new generation of the recall index and swap it in."""
+    """Build a new generation of the recall index and swap it in.
+
+    Example: hs plumbing index-build
+    """
     from histstore.recall.index import RecallIndex
 
     emit(RecallIndex(open_store(ctx)).build().as_json())
@@ -196,7 +221,10 @@ def index_build(ctx: typer.Context) -> None:
 
 @app.command("index-status")
 def index_status(ctx: typer.Context) -> None:
-    """The current generation, the operation it is built to, stale or not, rows."""
+    """The current generation, the operation it is built to, stale or not, rows.
+
+    Example: hs plumbing index-status
+    """
     from histstore.recall.index import RecallIndex
 
     emit(RecallIndex(open_store(ctx)).status().as_json())
@@ -204,7 +232,10 @@ def index_status(ctx: typer.Context) -> None:
 
 @app.command("index-rollback")
 def index_rollback(ctx: typer.Context) -> None:
-    """Serve the previous generation again (it catches up on the next write)."""
+    """Serve the previous generation again (it catches up on the next write).
+
+    Example: hs plumbing index-rollback
+    """
     from histstore.recall.index import RecallIndex
 
     emit(RecallIndex(open_store(ctx)).rollback().as_json())

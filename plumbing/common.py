@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, NoSuchOption, UsageError
 from typer.core import TyperGroup
 
 from histstore.display import visible
 from histstore.errors import HistError
+from histstore.plumbing import term
 from histstore.plumbing.report import error_lines, internal_line, os_error_line
 from histstore.store.config import default_store_path
 from histstore.store.store import Store
@@ -39,28 +41,193 @@ def report_error(e: HistError) -> None:
 
 
 class HsGroup(TyperGroup):
+    """Every group of ``hs``: errors mapped to one line, terminal options on
+    each of its commands (``TERM_OPTIONS``)."""
+
+    #: give each command of the group ``--color`` and ``--no-pager``/``-P``
+    #: (plumbing prints JSON only: none)
+    TERM_OPTIONS = True
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        if self.TERM_OPTIONS:
+            for cmd in self.commands.values():
+                if not isinstance(cmd, TyperGroup):
+                    _add_term_options(cmd)
+
+    def main(  # type: ignore[override]
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run ``hs``: a usage error (an unknown command or option, a missing
+        argument, a bad value) is one line on stderr, exit 2; Ctrl-C at any
+        point exits 130; the pager is waited for before the exit."""
+        term.start()
+        if not standalone_mode:
+            try:
+                return super().main(args, prog_name, complete_var, False, **extra)
+            finally:
+                term.finish()
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+            code = rv if isinstance(rv, int) else 0
+        except NoArgsIsHelpError as e:  # `hs`, `hs memory`: the help, as --help
+            term.finish()
+            typer.echo(e.ctx.get_help())
+            code = 0
+        except UsageError as e:
+            term.finish()
+            stderr_line(usage_line(e))
+            code = e.exit_code
+        except ClickException as e:
+            term.finish()
+            stderr_line(f"hs: error: {_sentence(e.format_message())}")
+            code = e.exit_code
+        except (KeyboardInterrupt, typer.Abort):
+            term.finish()
+            stderr_line("hs: interrupted")
+            code = 130
+        finally:
+            term.finish()
+        sys.exit(code)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """The command named (recorded for the pager), or a one-line usage
+        error with what the name was close to."""
+        unknown = args and self.get_command(ctx, args[0]) is None
+        if unknown and not args[0].startswith("-") and not ctx.resilient_parsing:
+            import difflib
+
+            close = difflib.get_close_matches(args[0], list(self.commands), n=3)
+            where = f"{_path(ctx)}: " if ctx.parent is not None else ""
+            raise Usage(
+                f"{where}no such command {args[0]!r}",
+                ctx,
+                hint=f"did you mean {_either(close)}?"
+                if close
+                else f"`{_path(ctx)} --help` lists the commands",
+            )
+        name, cmd, rest = self._click_resolve_command(ctx, args)
+        if name is not None:
+            path = [*ctx.command_path.split()[1:], name]
+            term.set_command(" ".join(path))
+        return name, cmd, rest
+
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except HistError as e:
             report_error(e)
             ctx.exit(e.exit_code)
-        except KeyboardInterrupt:
-            typer.echo("hs: interrupted", err=True)
+        except (KeyboardInterrupt, typer.Abort) as e:
+            # Ctrl-C (at a prompt too: typer's Abort, when the question's line
+            # is left open): nothing more is done
+            term.finish()
+            if isinstance(e, typer.Abort):
+                typer.echo("", err=True)
+            stderr_line("hs: interrupted")
             ctx.exit(130)
         except BrokenPipeError:
-            # the reader went away (hs log | head): not an error
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+            # the reader went away (hs log | head, a pager quit): not an error
+            term.drop_stdout()
             ctx.exit(0)
         except OSError as e:
             stderr_line(os_error_line(e))
             ctx.exit(1)
+        except ClickException:
+            raise  # a usage error: main() makes it one line
         except Exception as e:  # the last resort: never a traceback to a user
             if os.environ.get("HS_DEBUG") or _is_cli_signal(e):
                 raise
             stderr_line(internal_line(e))
             ctx.exit(1)
+
+
+class PlumbingGroup(HsGroup):
+    """``hs plumbing``: JSON lines only, so no colour or pager options."""
+
+    TERM_OPTIONS = False
+
+
+class Usage(UsageError):
+    """A usage error with a hint of our own (``did you mean 'log'?``)."""
+
+    def __init__(self, message: str, ctx: Any, *, hint: str) -> None:
+        super().__init__(message, ctx)
+        self.hint = hint
+
+
+def _path(ctx: Any) -> str:
+    """The command as typed, ``hs memory log`` (whatever the program's name)."""
+    return " ".join(["hs", *ctx.command_path.split()[1:]])
+
+
+def _either(names: list[str] | tuple[str, ...]) -> str:
+    quoted = [f"'{n}'" if not n.startswith("-") else n for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def _sentence(text: str) -> str:
+    """click's message as part of our line: no capital, no full stop."""
+    text = " ".join(text.split())
+    if text[:1].isupper() and not text[1:2].isupper():
+        text = text[0].lower() + text[1:]
+    return text.rstrip(".")
+
+
+def usage_line(e: UsageError) -> str:
+    """``hs: error: <what>; hint: <what to do>`` for a usage error: the
+    command it was given to, and what the name is close to when it is close
+    to something."""
+    # click leaves out the context of some errors (an option missing its value)
+    where = _path(e.ctx) if e.ctx is not None else " ".join(["hs", *term.command().split()])
+    help_hint = f"see `{where} --help`"
+    if isinstance(e, Usage):
+        return f"hs: error: {e.message}; hint: {e.hint}"
+    if isinstance(e, NoSuchOption):
+        message, hint = _sentence(e.message), help_hint
+        if e.possibilities:
+            hint = f"did you mean {e.possibilities[0]}?"  # the closest
+    else:
+        message, hint = _sentence(e.format_message()), help_hint
+    prefix = f"{where}: " if where != "hs" else ""
+    return f"hs: error: {prefix}{message}; hint: {hint}"
+
+
+def _add_term_options(cmd: Any) -> None:
+    """``--color`` and ``--no-pager``/``-P`` after the command too
+    (``hs log --color never``), as before it (``hs -P log``)."""
+    from typer._types import TyperChoice
+    from typer.core import TyperOption
+
+    names = {n for p in cmd.params for n in getattr(p, "opts", [])}
+    if "--color" not in names:
+        cmd.params.append(
+            TyperOption(
+                param_decls=["--color"],
+                type=TyperChoice(term.COLOR_CHOICES),
+                default=None,
+                expose_value=False,
+                callback=lambda ctx, param, value: term.set_options(color=value),
+                help="Colour: auto (on a terminal, unless NO_COLOR is set), always or never.",
+                show_default=False,
+            )
+        )
+    if "--no-pager" not in names and "-P" not in names:
+        cmd.params.append(
+            TyperOption(
+                param_decls=["--no-pager", "-P"],
+                is_flag=True,
+                default=False,
+                expose_value=False,
+                callback=lambda ctx, param, value: term.set_options(no_pager=value),
+                help="Print straight to the terminal, not through $HS_PAGER, $PAGER or less.",
+            )
+        )
 
 
 def _is_cli_signal(e: Exception) -> bool:

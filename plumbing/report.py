@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from histstore.display import visible
 from histstore.errors import Ambiguous, HistError
+from histstore.plumbing import term
 
 
 def error_lines(e: HistError) -> list[str]:
@@ -53,11 +54,11 @@ def guarded(run: Callable[[], None]) -> int:
             stderr_line(line)
         return e.exit_code
     except KeyboardInterrupt:
+        term.finish()
         stderr_line("hs: interrupted")
         return 130
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        term.drop_stdout()  # the reader went away (a pager quit, | head)
         return 0
     except OSError as e:
         stderr_line(os_error_line(e))

@@ -12,11 +12,13 @@ from typing import Annotated, Any
 import typer
 
 from histstore.plumbing.common import new_app, open_store, store_path
-from histstore.porcelain.render import field, say
+from histstore.porcelain.render import field, say, when
 
-hooks_app = new_app("The agents' hooks that record every turn as it happens (docs/capture.md).")
+hooks_app = new_app(
+    "The agents' hooks that record every turn as it happens (docs/capture.md).\n\n"
+    "Example: hs hooks install claude-code && hs hooks status"
+)
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
 AgentArg = Annotated[str, typer.Argument(metavar="AGENT", help="claude-code or codex.")]
 ProjectOpt = Annotated[
     Path | None,
@@ -50,7 +52,10 @@ def capture(
         typer.Argument(help="With --notify: a notify program to run first, then the payload."),
     ] = None,
 ) -> None:
-    """What an agent's hook runs: record the turn its payload names (never fails)."""
+    """What an agent's hook runs: record the turn its payload names (never fails).
+
+    Example: hs capture claude-code < payload.json (as the hook runs it)
+    """
     from histstore.porcelain.hook import HookArgs, run
 
     rest = list(rest or [])
@@ -115,9 +120,14 @@ def hooks_install(
             show_default=False,
         ),
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="One JSON object: the agent, its files and what changed.")
+    ] = False,
 ) -> None:
-    """Add hs's hooks to an agent's settings (keeping everything else)."""
+    """Add hs's hooks to an agent's settings (keeping everything else).
+
+    Example: hs hooks install codex
+    """
     from histstore.capture import hooks
 
     hooks.events_of(agent)  # an unknown agent is refused before anything is written
@@ -139,9 +149,17 @@ def hooks_install(
 
 @hooks_app.command("uninstall")
 def hooks_uninstall(
-    ctx: typer.Context, agent: AgentArg, project: ProjectOpt = None, json_out: JsonOpt = False
+    ctx: typer.Context,
+    agent: AgentArg,
+    project: ProjectOpt = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="One JSON object: the agent, its files and what changed.")
+    ] = False,
 ) -> None:
-    """Take hs's hooks out of an agent's settings (nothing else)."""
+    """Take hs's hooks out of an agent's settings (nothing else).
+
+    Example: hs hooks uninstall codex
+    """
     from histstore.capture import hooks
 
     hooks.events_of(agent)
@@ -169,7 +187,7 @@ def _ran(run: dict[str, Any] | None) -> str:
         what += f": {run['message']}"
     secs = run.get("seconds")
     took = f" in {float(secs):.2f} s" if isinstance(secs, int | float) else ""
-    return f"last ran {run.get('time')}{took}: {what}"
+    return f"last ran {when(run.get('time'), seconds=True)}{took}: {what}"
 
 
 @hooks_app.command("status")
@@ -179,9 +197,17 @@ def hooks_status(
         str | None, typer.Argument(metavar="[AGENT]", help="claude-code or codex (default: both).")
     ] = None,
     project: ProjectOpt = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="One JSON object per agent: file, events, runs, error, ... (times UTC)."
+        ),
+    ] = False,
 ) -> None:
-    """Per agent: which of hs's hooks are installed, where, and how each last ran."""
+    """Per agent: which of hs's hooks are installed, where, and how each last ran.
+
+    Example: hs hooks status claude-code
+    """
     from histstore.capture import hooks
     from histstore.capture.journal import Journal, summary
     from histstore.store.config import CONFIG_NAME
@@ -242,7 +268,8 @@ def _print_capture_summary(info: dict[str, Any]) -> None:
     if n:
         last = info["last_failure"] or {}
         say(
-            f"failures: {n} in the last {days} days; the latest at {last.get('time')} "
+            f"failures: {n} in the last {days} days; the latest at "
+            f"{when(last.get('time'), seconds=True)} "
             f"({last.get('agent')} {last.get('event')}): {field(str(last.get('message')))}"
         )
     else:
@@ -257,7 +284,8 @@ def status_lines(info: dict[str, Any]) -> list[str]:
         out.append("capture:    no hook has run (see `hs hooks install`)")
     else:
         out.append(
-            f"capture:    last {last.get('agent')} {last.get('event')} at {last.get('time')}: "
+            f"capture:    last {last.get('agent')} {last.get('event')} at "
+            f"{when(last.get('time'), seconds=True)}: "
             f"{last.get('result')}"
         )
     extra = []
@@ -286,9 +314,15 @@ def watch(
         float,
         typer.Option(help="Seconds of quiet after a change before importing.", min=0.0),
     ] = 2.0,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option("--json", help="One JSON object per event: watching, import, stopped, ..."),
+    ] = False,
 ) -> None:
-    """Import agent sessions as their files change, until Ctrl-C."""
+    """Import agent sessions as their files change, until Ctrl-C.
+
+    Example: hs watch ~/.claude/projects
+    """
     from histstore.capture.watch import Watcher, watch_roots
 
     store = open_store(ctx)

@@ -9,15 +9,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer._types import TyperChoice
 
 from histstore.errors import BadInput
+from histstore.plumbing import term
 from histstore.plumbing.cli import app as plumbing_app
 from histstore.plumbing.common import command_line, new_app, open_store, store_path
+from histstore.plumbing.term import Text, paint
+from histstore.porcelain import complete
 from histstore.porcelain.capture_cli import register as register_capture_commands
 from histstore.porcelain.maint_cli import register as register_maint_commands
 from histstore.porcelain.mcp_cli import app as mcp_app
 from histstore.porcelain.memory_cli import app as memory_app
-from histstore.porcelain.render import field, say, size_text
+from histstore.porcelain.render import field, say, size_text, when
 from histstore.porcelain.restore_cli import register as register_restore_commands
 from histstore.porcelain.sync_cli import register as register_sync_commands
 
@@ -32,17 +36,42 @@ if TYPE_CHECKING:
 app = new_app(
     "histstore: keep what coding agents did and remember, for good.\n\n"
     "The store is --store, else $HISTORY_DIR, else the platform data directory\n"
-    "($XDG_DATA_HOME/histstore or ~/.local/share/histstore on Linux)."
+    "($XDG_DATA_HOME/histstore or ~/.local/share/histstore on Linux).\n\n"
+    "Example: hs init && hs import && hs log --oneline --since 2w",
+    add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish)
 )
 app.add_typer(plumbing_app, name="plumbing")
 app.add_typer(memory_app, name="memory")
 app.add_typer(mcp_app, name="mcp")
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
+ProjectOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Only this project: its directory (a subdirectory of a work tree names the "
+        "work tree), its path as recorded (a trailing / or not), or its last path component.",
+        show_default=False,
+    ),
+]
 AgentOpt = Annotated[
     str | None,
-    typer.Option("--agent", help="Only this agent's sessions: claude-code, codex, hs, ..."),
+    typer.Option(
+        "--agent",
+        help="Only this agent's sessions: claude-code, codex, hs, ...",
+        autocompletion=complete.agents,
+    ),
 ]
+SessionOpt = Annotated[
+    str | None,
+    typer.Option(help="Only this session (id or prefix).", autocompletion=complete.sessions),
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from histstore import __version__
+
+        say(f"hs (histstore) {__version__}")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -60,22 +89,60 @@ def root(
             "refreshed it for 10 minutes (it is gone).",
         ),
     ] = False,
+    color: Annotated[
+        str | None,
+        typer.Option(
+            "--color",
+            click_type=TyperChoice(term.COLOR_CHOICES),
+            help="Colour: auto (on a terminal, unless NO_COLOR is set), always or never.",
+            show_default=False,
+        ),
+    ] = None,
+    no_pager: Annotated[
+        bool,
+        typer.Option(
+            "--no-pager",
+            "-P",
+            help="Print straight to the terminal, not through $HS_PAGER, $PAGER or less.",
+        ),
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print hs's version and exit."
+        ),
+    ] = False,
 ) -> None:
     ctx.obj = {"store": str(store) if store else None, "break_lock": break_lock}
+    term.set_options(color=color, no_pager=no_pager)
 
 
 @app.command()
-def init(ctx: typer.Context) -> None:
-    """Create a store (or say where the existing one is)."""
+def init(
+    ctx: typer.Context,
+    json_out: Annotated[
+        bool,
+        typer.Option("--json", help="One JSON object: path, created (false: one was there)."),
+    ] = False,
+) -> None:
+    """Create a store (or say where the existing one is), and what to run next.
+
+    Example: hs -C ~/h init
+    """
     from histstore.store.store import Store
 
     path = store_path(ctx)
     store, created = Store.init(path)
     store.close()
+    if json_out:
+        typer.echo(json.dumps({"path": str(path), "created": created}, ensure_ascii=False))
+        return
     if created:
         say(f"Initialized empty histstore in {path}")
     else:
         say(f"A histstore already exists in {path}")
+    where = "" if ctx.find_root().params.get("store") is None else f"-C {path} "
+    say(f"next: `hs {where}import` reads every agent's history it finds (~/.claude, ~/.codex)")
 
 
 def _progress_total(paths: list[Path]) -> int:
@@ -139,12 +206,21 @@ def import_(
             help="Say what would be imported (agent, path, files, new bytes); write nothing.",
         ),
     ] = False,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON object: the report (files, turns_added, ..., operation); with --dry-run, one per source.",
+        ),
+    ] = False,
 ) -> None:
     """Import agent sessions: Claude Code, Codex CLI, turn JSONL.
 
     Without a path, every agent home found is imported: ~/.claude (or
-    $CLAUDE_CONFIG_DIR), ~/.codex (or $CODEX_HOME)."""
+    $CLAUDE_CONFIG_DIR), ~/.codex (or $CODEX_HOME).
+
+    Example: hs import ~/.claude/projects
+    """
     from histstore.history.homes import agent_homes, candidates
     from histstore.history.importers.detect import check_format
 
@@ -249,9 +325,14 @@ def record(
             help="Who sent a hook payload: claude-code or codex (default: told from its transcript).",
         ),
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="One JSON object: the hs import report, and turn_id.")
+    ] = False,
 ) -> None:
-    """Record one turn given as a JSON object on stdin, or what an agent's hook sends."""
+    """Record one turn given as a JSON object on stdin, or what an agent's hook sends.
+
+    Example: hs record < turn.json
+    """
     from histstore.capture.events import is_hook_payload
     from histstore.ops.importing import record_turn
 
@@ -323,21 +404,40 @@ def _turn_summary(turn: dict[str, Any], object_id: str) -> dict[str, Any]:
 @app.command()
 def log(
     ctx: typer.Context,
-    session: Annotated[str | None, typer.Option(help="Only this session (id or prefix).")] = None,
-    project: Annotated[str | None, typer.Option(help="Only this project.")] = None,
+    session: SessionOpt = None,
+    project: ProjectOpt = None,
     since: Annotated[
         str | None, typer.Option(help="Only turns asked since: 2w, 3d, 12h, or a date.")
     ] = None,
     n: Annotated[int | None, typer.Option("-n", "--max-count", help="At most N turns.")] = None,
     oneline: Annotated[bool, typer.Option("--oneline", help="One line per turn.")] = False,
+    grep: Annotated[
+        str | None,
+        typer.Option(
+            "--grep",
+            metavar="TEXT",
+            help="Only turns whose question or answer holds TEXT (ignoring case); "
+            "the matches are marked on a terminal.",
+        ),
+    ] = None,
     all_: Annotated[
         bool,
         typer.Option("--all", help="Show tombstoned turns' content too (never an excluded one's)."),
     ] = False,
     agent: AgentOpt = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON object per turn: turn_id, session_id, project, asked_at (UTC), "
+            "asked, answered, ..., object.",
+        ),
+    ] = False,
 ) -> None:
-    """Turns, newest first, like `git log`."""
+    """Turns, newest first, like `git log`.
+
+    Example: hs log --oneline --since 2w --project webshop
+    """
     from histstore.history.reading import parse_since
     from histstore.overlay import reads
     from histstore.porcelain import render
@@ -346,7 +446,7 @@ def log(
         raise BadInput(f"-n {n}: give a count of 0 or more")
     store = open_store(ctx)
     since_ts = parse_since(since) if since else None
-    project = _project_arg(project)
+    _project_note(store, project)
     items = reads.log(
         store,
         session=session,
@@ -355,9 +455,10 @@ def log(
         limit=n,
         show_all=all_,
         agent=agent,
+        grep=grep,
     )
     if not items and not json_out:
-        filtered = session or project or since or agent is not None
+        filtered = session or project or since or grep or agent is not None
         say("no turns" + (" match" if filtered else " recorded yet"))
         return
     shorts = reads.short_ids(store, [it.turn_id for it in items]) if oneline else {}
@@ -379,11 +480,25 @@ def log(
         if json_out:
             typer.echo(json.dumps(_turn_summary(it.turn, it.entry.object), ensure_ascii=False))
         elif oneline:
-            say(render.oneline(it.turn, shorts.get(it.turn_id), width))
+            say(render.oneline(it.turn, shorts.get(it.turn_id), width, grep))
         else:
             if i:
                 say("")
-            say(render.turn_text(it.turn, it.session, max_lines=6))
+            say(render.turn_text(it.turn, it.session, max_lines=6, grep=grep))
+
+
+def _project_note(store: Any, project: str | None) -> None:
+    """When ``--project`` names several projects, say which (all are shown)."""
+    if project is None:
+        return
+    from histstore.history.reading import match_projects
+
+    m = match_projects(store, project)
+    if len(m.keys) > 1:
+        say(
+            f"hs: note: --project {project} matches {len(m.keys)} projects: {', '.join(m.keys)}",
+            err=True,
+        )
 
 
 def _mode_word(mode: str) -> str:
@@ -401,9 +516,8 @@ def _print_forgotten(
     width: int = 12,
 ) -> None:
     """A forgotten turn as log and show give it without --all: that it was, not what."""
-    note = f"forgotten ({_mode_word(marker.mode)} since {marker.time})"
     if json_out:
-        say(
+        typer.echo(
             json.dumps(
                 {
                     "turn_id": turn_id,
@@ -413,21 +527,38 @@ def _print_forgotten(
                 }
             )
         )
-    elif oneline:
+        return
+    note = f"forgotten ({_mode_word(marker.mode)} since {when(marker.time, seconds=True)})"
+    if oneline:
+        date = term.local_time(asked_at, zone=False)
+        tid = turn_id[:width]
         say(
-            f"{turn_id[:width]:<{width}}  {asked_at[:10]} {asked_at[11:16]}  {session_id[:8]}  {note}"
+            Text(
+                paint(tid, "id"),
+                " " * max(width - len(tid), 0) + "  ",
+                paint(date, "date"),
+                "  ",
+                paint(session_id[:8], "id"),
+                "  " + note,
+            )
         )
     else:
         if i:
             say("")
-        say(f"turn {turn_id}\nSession: {session_id}\n\n    {note}")
+        say(Text("turn ", paint(turn_id, "id"), "\nSession: ", paint(session_id, "id")))
+        say(f"\n    {note}")
 
 
 @app.command()
 def show(
     ctx: typer.Context,
     ident: Annotated[
-        str, typer.Argument(metavar="ID", help="Turn, session or object id or prefix.")
+        str,
+        typer.Argument(
+            metavar="ID",
+            help="Turn, session or object id or prefix.",
+            autocompletion=complete.sessions,
+        ),
     ],
     full: Annotated[bool, typer.Option("--full", help="Every step of a turn.")] = False,
     raw: Annotated[bool, typer.Option("--raw", help="A turn's source records as written.")] = False,
@@ -435,9 +566,18 @@ def show(
         bool,
         typer.Option("--all", help="Show tombstoned turns' content too (never an excluded one's)."),
     ] = False,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON object: a turn (with --full, every step), a session revision, or an object.",
+        ),
+    ] = False,
 ) -> None:
-    """Show a turn (with --full every step), a session, or any object."""
+    """Show a turn (with --full every step), a session, or any object.
+
+    Example: hs show --full 64a19766
+    """
     from histstore.overlay import reads
 
     store = open_store(ctx)
@@ -501,11 +641,11 @@ def _show_session(r: Any, *, json_out: bool) -> None:
     if json_out:
         typer.echo(json.dumps(s.as_json(), ensure_ascii=False))
         return
-    say(f"session {s.session_id}")
+    say(Text("session ", paint(s.session_id, "id")))
     if s.title:
         say(f"Title:   {field(s.title)}")
-    say(f"Project: {field(s.project)}")
-    say(f"Agent:   {field(s.agent)}")
+    say(Text("Project: ", paint(field(s.project), "project")))
+    say(Text("Agent:   ", paint(field(s.agent), "agent")))
     say(f"Turns:   {len(s.turns)}")
     say("")
     for it in r.turns:
@@ -551,9 +691,9 @@ def _print_forgotten_session(session_id: str, marker: Any, json_out: bool) -> No
         forgotten = {"mode": marker.mode, "since": marker.time}
         typer.echo(json.dumps({"session_id": session_id, "forgotten": forgotten}))
     else:
-        say(
-            f"session {session_id}\n\n    forgotten ({_mode_word(marker.mode)} since {marker.time})"
-        )
+        since = when(marker.time, seconds=True)
+        say(Text("session ", paint(session_id, "id")))
+        say(f"\n    forgotten ({_mode_word(marker.mode)} since {since})")
 
 
 @app.command()
@@ -571,9 +711,18 @@ def recall(
     k: Annotated[int, typer.Option("-k", help="How many turns, 1 to 10.")] = 5,
     agent: AgentOpt = None,
     session: Annotated[str | None, typer.Option(help="Only turns of this session.")] = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON object: query, terms, outcome, project, days, path, hits, memory.",
+        ),
+    ] = False,
 ) -> None:
-    """Find the turns that talked about something, best first."""
+    """Find the turns that talked about something, best first.
+
+    Example: hs recall -e login_user expiry
+    """
     from histstore.porcelain.recall_cmd import show
 
     show(
@@ -635,7 +784,15 @@ def _print_forgotten_list(items: list[Any], json_out: bool) -> None:
         if f.agent:
             hides += f" of {f.agent}"
         named = f"{m.session}~{m.target}" if m.target_kind == "turn" else m.target
-        say(f"{m.mode:9}  {m.time}  {m.target_kind} {named}  ({hides})")
+        say(
+            Text(
+                f"{m.mode:9}  ",
+                paint(when(m.time, seconds=True), "date"),
+                f"  {m.target_kind} ",
+                paint(named, "id"),
+                f"  ({hides})",
+            )
+        )
         if m.reason:
             say(f"           reason: {field(m.reason)}")
         if f.first_prompt:
@@ -646,7 +803,11 @@ def _print_forgotten_list(items: list[Any], json_out: bool) -> None:
 def forget(
     ctx: typer.Context,
     target: Annotated[
-        str | None, typer.Argument(help="A session id or turn id, whole or a unique prefix.")
+        str | None,
+        typer.Argument(
+            help="A session id or turn id, whole or a unique prefix.",
+            autocompletion=complete.sessions,
+        ),
     ] = None,
     exclude: Annotated[
         bool, typer.Option("--exclude", help="Hide from export too (default: recall only).")
@@ -659,9 +820,18 @@ def forget(
     agent: Annotated[
         str | None, typer.Option("--agent", help="With --list: only this agent's sessions.")
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON object: the result (target, mode, marker, operation, ...); with --list, one per marker.",
+        ),
+    ] = False,
 ) -> None:
-    """Hide a session or a turn from recall (a tombstone) or also from export."""
+    """Hide a session or a turn from recall (a tombstone) or also from export.
+
+    Example: hs forget 5f0c --confirm 5f0c1e7a-3b2d-4c8e-9a61-0d2f4b6c8e10
+    """
     from histstore.ops.forget import forget as do_forget
     from histstore.ops.forget import forgotten, resolve_target
 
@@ -692,19 +862,38 @@ def forget(
             " and every view of its text" if mode == "exclude" else ""
         )
         say(f"forgot memory note {t.id}: {mode}, hidden from {views}")
-        say(f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.time}")
+        say(
+            f"  operation {res.operation.op}, marker {res.marker_id[:12]} "
+            f"at {when(res.marker.time, seconds=True)}"
+        )
         say("  the note's file is not deleted; `hs unforget` lifts the marker")
         return
     say(
         f"forgot {t.kind} {t.id} ({t.turns} turn{'s' if t.turns != 1 else ''}): {mode}, hidden from {hidden}"
     )
-    say(f"  operation {res.operation.op}, marker {res.marker_id[:12]} at {res.marker.time}")
+    say(
+        f"  operation {res.operation.op}, marker {res.marker_id[:12]} "
+        f"at {when(res.marker.time, seconds=True)}"
+    )
     say(f"  index updated: generation {res.generation}; recall no longer finds it")
 
 
 @app.command()
-def forgotten(ctx: typer.Context, agent: AgentOpt = None, json_out: JsonOpt = False) -> None:
-    """Every tombstone and exclusion: when, why, and what it hides."""
+def forgotten(
+    ctx: typer.Context,
+    agent: AgentOpt = None,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON object per marker: target, mode, reason, ts, hides, first_prompt, ...",
+        ),
+    ] = False,
+) -> None:
+    """Every tombstone and exclusion: when, why, and what it hides.
+
+    Example: hs forgotten --agent codex
+    """
     from histstore.ops.forget import forgotten as list_forgotten
 
     _print_forgotten_list(list_forgotten(open_store(ctx), agent=agent), json_out)
@@ -717,9 +906,15 @@ def unforget(
     confirm: Annotated[
         str | None, typer.Option(help="The exact id, required without a terminal.")
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option("--json", help="One JSON object: the result, as hs forget --json gives it."),
+    ] = False,
 ) -> None:
-    """Bring a forgotten session or turn back (its marker history stays)."""
+    """Bring a forgotten session or turn back (its marker history stays).
+
+    Example: hs unforget 5f0c --confirm 5f0c1e7a-3b2d-4c8e-9a61-0d2f4b6c8e10
+    """
     from histstore.ops.forget import resolve_target
     from histstore.ops.forget import unforget as do_unforget
 
@@ -744,8 +939,8 @@ def export(
     fmt: Annotated[
         str, typer.Option("--format", help="jsonl, markdown, or an agent's: claude-code, codex.")
     ] = "jsonl",
-    session: Annotated[str | None, typer.Option(help="Only this session (id or prefix).")] = None,
-    project: Annotated[str | None, typer.Option(help="Only this project.")] = None,
+    session: SessionOpt = None,
+    project: ProjectOpt = None,
     since: Annotated[
         str | None, typer.Option(help="Only turns asked since: 2w, 3d, 12h, or a date.")
     ] = None,
@@ -761,7 +956,10 @@ def export(
     agent: AgentOpt = None,
 ) -> None:
     """Turns out of the store (excluded ones never): turn JSONL, markdown, or
-    one session in its agent's own format (Claude Code, Codex)."""
+    one session in its agent's own format (Claude Code, Codex).
+
+    Example: hs export --format markdown --project webshop -o webshop.md
+    """
     from histstore.overlay.transcripts import AGENT_FORMATS
 
     store = open_store(ctx)
@@ -775,7 +973,7 @@ def export(
     from histstore.history.reading import parse_since
     from histstore.overlay.export import export as do_export
 
-    project = _project_arg(project)
+    _project_note(store, project)
     since_ts = parse_since(since) if since else None
     chunks = do_export(
         store, fmt, output, session=session, project=project, since=since_ts, agent=agent
@@ -832,9 +1030,18 @@ def _export_transcript(
 def ops(
     ctx: typer.Context,
     n: Annotated[int | None, typer.Option("-n", help="At most N operations.")] = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON object per operation: op, time (UTC), command, parent, changes, extra.",
+        ),
+    ] = False,
 ) -> None:
-    """Operations, newest first: id, time, command, refs changed."""
+    """Operations, newest first: id, time, command, refs changed.
+
+    Example: hs ops -n 5
+    """
     store = open_store(ctx)
     items = list(reversed(store.operations()))
     if n is not None:
@@ -847,7 +1054,14 @@ def ops(
             continue
         refs = ", ".join(c.ref for c in op.changes[:3])
         more = f" and {len(op.changes) - 3} more" if len(op.changes) > 3 else ""
-        say(f"{op.op}  {op.time}  {field(op.command)}")
+        say(
+            Text(
+                paint(op.op, "id"),
+                "  ",
+                paint(when(op.time, seconds=True), "date"),
+                "  " + field(op.command),
+            )
+        )
         say(f"    {len(op.changes)} ref{'s' if len(op.changes) != 1 else ''}: {refs}{more}")
 
 
@@ -858,9 +1072,17 @@ def undo(
         str | None,
         typer.Argument(metavar="[OP]", help="An operation id or prefix (default: the last)."),
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="One JSON object: the new operation, as hs ops --json gives it."
+        ),
+    ] = False,
 ) -> None:
-    """Revert an operation as a new one (so an undo can be undone)."""
+    """Revert an operation as a new one (so an undo can be undone).
+
+    Example: hs undo 3db3895f
+    """
     from histstore.ops.undo import undo as do_undo
 
     store = open_store(ctx)
@@ -874,40 +1096,106 @@ def undo(
 
 
 @app.command()
-def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
-    """Where the store is, what it holds, and its size."""
+def status(
+    ctx: typer.Context,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON object: store, format, id, sessions, turns, agents, projects, "
+            "project_turns, objects, packs, loose_objects, size_bytes, sizes, last_capture, "
+            "operations, last_operation, memory_scopes, memory_dirs, capture.",
+        ),
+    ] = False,
+) -> None:
+    """Where the store is, what it holds (turns per agent and per project), its
+    size by part, the last capture, and how the agents' hooks fare.
+
+    Example: hs status
+    """
     from histstore.capture.journal import summary
-    from histstore.ops.status import status_info
+    from histstore.ops.status import TOP_PROJECTS, status_info
     from histstore.porcelain.capture_cli import status_lines
 
     store = open_store(ctx)
     info = status_info(store)
     info["capture"] = summary(store.root)
-    turns = info["turns"]
-    packs, loose, size = info["packs"], info["loose_objects"], info["size_bytes"]
-    last = info["last_operation"]
     if json_out:
         typer.echo(json.dumps(info, ensure_ascii=False))
         return
-    say(f"store:      {info['store']} (format {info['format']})")
-    say(f"sessions:   {info['sessions']} in {info['projects']} projects")
-    by_agent = ", ".join(f"{a} {n}" for a, n in info["agents"].items())
-    say(f"turns:      {turns}" + (f" ({by_agent})" if by_agent else ""))
-    say(f"objects:    {info['objects']} ({packs} packs, {loose} loose), {size_text(size)}")
+    label = "{:<14}".format
+    say(label("store:") + f"{info['store']} (format {info['format']})")
+    say(label("sessions:") + f"{info['sessions']} in {_plural(info['projects'], 'project')}")
+    say(label("turns:") + str(info["turns"]))
+    by_agent = sorted(info["agents"].items(), key=lambda an: (-an[1], an[0]))
+    top = info["project_turns"]
+    width = len(str(max([n for _, n in by_agent] + [p["turns"] for p in top], default=0)))
+    _counted("  by agent:", [(n, paint(field(a), "agent")) for a, n in by_agent], width)
+    _counted(
+        "  by project:",
+        [(p["turns"], paint(field(p["project"]), "project")) for p in top],
+        width,
+        more=info["projects"] - len(top) if len(top) == TOP_PROJECTS else 0,
+    )
+    parts = info["sizes"]
+    packs, loose = info["packs"], info["loose_objects"]
+    say(
+        label("size:")
+        + f"{size_text(sum(parts.values()))} on disk: objects {size_text(info['size_bytes'])} "
+        f"({info['objects']} objects: {_plural(packs, 'pack')}, {loose} loose)"
+        + "".join(
+            f", {part} {size_text(n)}" for part, n in parts.items() if part != "objects" and n
+        )
+    )
     dirs = info["memory_dirs"]
     say(
-        f"memory:     {info['memory_scopes']} scope{'s' if info['memory_scopes'] != 1 else ''} "
-        f"recorded; {len(dirs)} director{'ies' if len(dirs) != 1 else 'y'} configured"
+        label("memory:")
+        + f"{_plural(info['memory_scopes'], 'scope')} recorded; "
+        + f"{len(dirs)} director{'ies' if len(dirs) != 1 else 'y'} configured"
     )
-    if last:
+    cap = info["last_capture"]
+    if cap:
         say(
-            f"operations: {info['operations']}; last {last['op']} at {last['time']}: "
-            f"{last['command']}"
+            Text(
+                label("last capture:"),
+                paint(when(cap["time"], seconds=True), "date"),
+                f": {field(cap['command'])} (operation ",
+                paint(cap["op"], "id"),
+                ")",
+            )
         )
     else:
-        say("operations: none yet")
+        say(label("last capture:") + "none yet: `hs import` captures what agents recorded")
+    last = info["last_operation"]
+    if last:
+        say(
+            Text(
+                label("operations:"),
+                f"{info['operations']}; last ",
+                paint(last["op"], "id"),
+                " at ",
+                paint(when(last["time"], seconds=True), "date"),
+                f": {field(last['command'])}",
+            )
+        )
+    else:
+        say(label("operations:") + "none yet")
     for line in status_lines(info["capture"]):
-        say(line)
+        # the hooks' lines, under the same labels
+        head, colon, rest = line.partition(":") if not line.startswith(" ") else ("", "", line)
+        say(label(head + colon) + rest.lstrip())
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _counted(head: str, rows: list[tuple[int, Text]], width: int, more: int = 0) -> None:
+    """Rows of ``count  name`` under a label, the counts right-aligned."""
+    for i, (n, name) in enumerate(rows):
+        say(Text(f"{head if i == 0 else '':<14}{n:>{width}}  ", name))
+    if more > 0:
+        say(f"{'':<14}… and {_plural(more, 'more project')}")
 
 
 @app.command()
@@ -916,14 +1204,37 @@ def fsck(
     repair: Annotated[
         bool, typer.Option("--repair", help="Complete or clean what a crash left.")
     ] = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help='One JSON object: ok, errors, warnings, findings: [{"severity", "check", '
+            '"subject", "message"}].',
+        ),
+    ] = False,
 ) -> None:
-    """Check the store: every object re-hashed, every ref and log entry checked."""
+    """Check the store: every object re-hashed, every ref and log entry checked.
+
+    Exit 7 when a finding is an error.
+
+    Example: hs fsck --repair
+    """
     from histstore.ops.fsck import fsck as run_fsck
 
     store = open_store(ctx)
     findings = run_fsck(store, repair=repair)
-    print_findings_human(findings)
-    if any(f.severity == "error" for f in findings):
+    errors = sum(1 for f in findings if f.severity == "error")
+    if json_out:
+        report = {
+            "ok": not errors,
+            "errors": errors,
+            "warnings": len(findings) - errors,
+            "findings": [f.as_json() for f in findings],
+        }
+        typer.echo(json.dumps(report, ensure_ascii=False))
+    else:
+        print_findings_human(findings)
+    if errors:
         raise typer.Exit(7)
 
 

@@ -15,8 +15,6 @@ from histstore.errors import BadInput
 from histstore.plumbing.common import open_store
 from histstore.porcelain.render import say, size_text
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object.")]
-
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
@@ -55,9 +53,18 @@ def gc(
         bool,
         typer.Option("--auto", help="Only when loose objects pass [gc] auto_loose; no pruning."),
     ] = False,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help='One JSON object: ran, dry_run, objects and bytes before and after, ... ({"ran": false} when --auto did not run).',
+        ),
+    ] = False,
 ) -> None:
-    """Repack loose objects and small packs; remove what nothing reaches."""
+    """Repack loose objects and small packs; remove what nothing reaches.
+
+    Example: hs gc --dry-run
+    """
     from histstore.ops import gc as gcmod
 
     if auto and (dry_run or full):
@@ -103,8 +110,16 @@ def _print_gc(r: dict[str, Any]) -> None:
         say(f"  refs: {_plural(r['refs_packed'], 'loose ref')} packed")
 
 
-def upgrade(ctx: typer.Context, json_out: JsonOpt = False) -> None:
-    """Upgrade a format-1 store to format 2 in place (nothing is lost)."""
+def upgrade(
+    ctx: typer.Context,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="One JSON object: the upgrade's counts and seconds.")
+    ] = False,
+) -> None:
+    """Upgrade a format-1 store to format 2 in place (nothing is lost).
+
+    Example: hs upgrade
+    """
     from histstore.ops.upgrade import upgrade as run_upgrade
     from histstore.plumbing.common import store_path
 

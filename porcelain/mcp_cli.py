@@ -18,12 +18,12 @@ from histstore.plumbing.common import new_app, store_path
 from histstore.porcelain.render import say
 
 app = new_app(
-    "The MCP server: recall and memory as tools any agent can call.",
+    "The MCP server: recall and memory as tools any agent can call.\n\n"
+    "Example: hs mcp install claude-code (then the agent runs hs mcp)",
     invoke_without_command=True,
     no_args_is_help=False,
 )
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object.")]
 AgentArg = Annotated[str, typer.Argument(metavar="AGENT", help="claude-code or codex.")]
 
 
@@ -39,7 +39,10 @@ def mcp(
         ),
     ] = None,
 ) -> None:
-    """Run the MCP server on stdin/stdout (an agent starts it); `install` registers it."""
+    """Run the MCP server on stdin/stdout (an agent starts it); `install` registers it.
+
+    Example: hs mcp install claude-code (then the agent runs hs mcp)
+    """
     if ctx.invoked_subcommand is not None:
         return
     from histstore.mcp.server import serve
@@ -64,8 +67,20 @@ _CHECK = {"claude-code": "claude mcp get histstore", "codex": "codex mcp get his
 
 
 @app.command()
-def install(ctx: typer.Context, agent: AgentArg, json_out: JsonOpt = False) -> None:
-    """Register the server with an agent (Claude Code or Codex), keeping its other settings."""
+def install(
+    ctx: typer.Context,
+    agent: AgentArg,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="One JSON object: agent, file, changed, created, backup, entry."
+        ),
+    ] = False,
+) -> None:
+    """Register the server with an agent (Claude Code or Codex), keeping its other settings.
+
+    Example: hs mcp install codex
+    """
     from histstore.mcp import install as reg
 
     argv = reg.command(_hs_argv(), store_path(ctx).absolute())
@@ -95,8 +110,17 @@ def install(ctx: typer.Context, agent: AgentArg, json_out: JsonOpt = False) -> N
 
 
 @app.command()
-def uninstall(ctx: typer.Context, agent: AgentArg, json_out: JsonOpt = False) -> None:
-    """Remove the server's entry from an agent's settings (nothing else)."""
+def uninstall(
+    ctx: typer.Context,
+    agent: AgentArg,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="One JSON object: agent, file, changed, backup.")
+    ] = False,
+) -> None:
+    """Remove the server's entry from an agent's settings (nothing else).
+
+    Example: hs mcp uninstall codex
+    """
     from histstore.mcp import install as reg
 
     change = reg.uninstall(agent)

@@ -9,19 +9,22 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from histstore.display import visible
 from histstore.errors import BadInput, Conflict, NotFound
 from histstore.plumbing.common import command_line, new_app, open_store
-from histstore.porcelain.render import say
+from histstore.plumbing.term import Text, paint
+from histstore.porcelain import complete
+from histstore.porcelain.render import say, when
 
 if TYPE_CHECKING:
     from histstore.memory.scopes import MemoryDir, Scope
     from histstore.memory.writes import WritePlan
     from histstore.store.store import Store
 
-app = new_app("Memory files with history: checked writes, revisions, diff, restore.")
+app = new_app(
+    "Memory files with history: checked writes, revisions, diff, restore.\n\n"
+    "Example: hs memory log && hs memory diff"
+)
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
 ProjectOpt = Annotated[
     str | None,
     typer.Option(
@@ -67,18 +70,19 @@ def _echo_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, ensure_ascii=False))
 
 
-def _colour() -> bool:
-    return sys.stdout.isatty()
-
-
 @app.command()
 def check(
     ctx: typer.Context,
     project: ProjectOpt = None,
     memory_dir: DirOpt = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="One JSON object per violation.")
+    ] = False,
 ) -> None:
-    """Check a memory directory against every rule; list each violation (exit 1 if any)."""
+    """Check a memory directory against every rule; list each violation (exit 1 if any).
+
+    Example: hs memory check --project .
+    """
     from histstore.memory import check as memcheck
 
     store = open_store(ctx)
@@ -190,9 +194,17 @@ def write(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Accept the preview (scripts).")] = False,
     project: ProjectOpt = None,
     memory_dir: DirOpt = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Two JSON objects, one per line: the preview, then the result."
+        ),
+    ] = False,
 ) -> None:
-    """Write one memory note and its index line, after a preview; checked, then recorded."""
+    """Write one memory note and its index line, after a preview; checked, then recorded.
+
+    Example: hs memory write --type feedback --slug use-tabs --name "Use tabs" --description "Indent Go with tabs" --body -
+    """
     from histstore.memory import rules as memrules
     from histstore.memory.writes import draft_fields, plan_write
 
@@ -258,13 +270,26 @@ def _read_draft(path: Path) -> str:
 @app.command()
 def restore(
     ctx: typer.Context,
-    target: Annotated[str, typer.Argument(metavar="NAME@REV", help="A note at a revision.")],
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="NAME@REV", help="A note at a revision.", autocompletion=complete.notes
+        ),
+    ],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Accept the preview (scripts).")] = False,
     project: ProjectOpt = None,
     memory_dir: DirOpt = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Two JSON objects, one per line: the preview, then the result."
+        ),
+    ] = False,
 ) -> None:
-    """Put a note back as it was at a revision (a new revision; the old ones stay)."""
+    """Put a note back as it was at a revision (a new revision; the old ones stay).
+
+    Example: hs memory restore use-tabs@~1
+    """
     from histstore.memory.revisions import split_name_rev
     from histstore.memory.writes import plan_restore
 
@@ -282,9 +307,17 @@ def snapshot(
     ctx: typer.Context,
     project: ProjectOpt = None,
     memory_dir: DirOpt = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="One JSON object per directory: scope, dir, revision, operation."
+        ),
+    ] = False,
 ) -> None:
-    """Record the memory directories as they are now (edits agents made on their own)."""
+    """Record the memory directories as they are now (edits agents made on their own).
+
+    Example: hs memory snapshot
+    """
     import os
 
     from histstore.memory.folders import snapshot
@@ -328,12 +361,19 @@ def snapshot(
 def log_(
     ctx: typer.Context,
     name: Annotated[
-        str | None, typer.Argument(help="Only revisions that change this note.")
+        str | None,
+        typer.Argument(help="Only revisions that change this note.", autocompletion=complete.notes),
     ] = None,
     project: ProjectOpt = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option("--json", help="One JSON object per revision: its fields, revision, changes."),
+    ] = False,
 ) -> None:
-    """Revisions newest first, with what each changed."""
+    """Revisions newest first, with what each changed.
+
+    Example: hs memory log use-tabs
+    """
     from histstore.memory.revisions import log
 
     store = open_store(ctx)
@@ -350,7 +390,14 @@ def log_(
             )
             _echo_json(d)
             continue
-        say(f"{rev.id[:12]}  {rev.time}  {rev.kind}  {rev.message}")
+        say(
+            Text(
+                paint(rev.id[:12], "id"),
+                "  ",
+                paint(when(rev.time, seconds=True), "date"),
+                f"  {rev.kind}  {rev.message}",
+            )
+        )
         for c in changes:
             mark = {"added": "+", "removed": "-", "modified": "~"}[c.status]
             say(f"    {mark} {c.file}")
@@ -361,11 +408,21 @@ def log_(
 @app.command()
 def show(
     ctx: typer.Context,
-    target: Annotated[str, typer.Argument(metavar="NAME[@REV]", help="A note, at a revision.")],
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="NAME[@REV]", help="A note, at a revision.", autocompletion=complete.notes
+        ),
+    ],
     project: ProjectOpt = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="One JSON object: file, revision, target, text (exact).")
+    ] = False,
 ) -> None:
-    """Print a note as it is in the newest revision, or at REV (an id prefix or ~N)."""
+    """Print a note as it is in the newest revision, or at REV (an id prefix or ~N).
+
+    Example: hs memory show use-tabs@~1
+    """
     from histstore.memory import rules as memrules
     from histstore.memory.revisions import note_at, split_name_rev
     from histstore.memory.scopes import target_id
@@ -386,7 +443,7 @@ def show(
             }
         )
         return
-    say(f"# {file} at revision {r.id[:12]} ({r.time})", err=True)
+    say(f"# {file} at revision {r.id[:12]} ({when(r.time, seconds=True)})", err=True)
     say(data.decode("utf-8", "replace"), nl=not data.endswith(b"\n"))
 
 
@@ -395,37 +452,55 @@ def diff(
     ctx: typer.Context,
     args: Annotated[
         list[str] | None,
-        typer.Argument(metavar="[NAME] [REV1 [REV2]]", help="Default: the last change."),
+        typer.Argument(
+            metavar="[NAME] [REV1 [REV2]]",
+            help="Default: the last change.",
+            autocompletion=complete.notes,
+        ),
     ] = None,
     project: ProjectOpt = None,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help='One JSON object: scope, note (NAME or null), files: [{"file", "status", '
+            '"from", "to", "diff"}] (each file\'s unified diff, exact).',
+        ),
+    ] = False,
 ) -> None:
-    """A unified diff between revisions (coloured on a terminal)."""
-    from histstore.memory.revisions import diff as do_diff
+    """A unified diff between revisions (coloured on a terminal).
+
+    Example: hs memory diff use-tabs ~1
+    """
+    from histstore.memory.revisions import diff_files
 
     store = open_store(ctx)
     scope = _scope(project)
     name, revs = _diff_args(args or [], lambda a: _names_a_note(store, scope, a))
-    lines = do_diff(store, scope, name, *revs)
-    if not lines:
+    files = diff_files(store, scope, name, *revs)
+    if json_out:
+        _echo_json({"scope": scope.id, "note": name, "files": [f.as_json() for f in files]})
+        return
+    if not files:
         say("no difference")
         return
-    colour = _colour()
-    for ln in lines:
-        # the note's text made visible first: the only escapes printed are the
-        # colours added here
-        text = visible(ln.rstrip("\n"))
-        if colour:
-            fg = (
-                typer.colors.GREEN
-                if text.startswith("+") and not text.startswith("+++")
-                else typer.colors.RED
-                if text.startswith("-") and not text.startswith("---")
-                else typer.colors.CYAN
-                if text.startswith("@@")
-                else None
-            )
-            text = typer.style(text, fg=fg) if fg else text
-        typer.echo(text, color=colour)
+    for f in files:
+        for ln in f.lines:
+            # the note's text is made visible by say() first: the only escapes
+            # printed are the colours of its pieces
+            say(Text((ln.rstrip("\n"), _diff_style(ln))))
+
+
+def _diff_style(line: str) -> str | None:
+    if line.startswith(("+++ ", "--- ")):
+        return "head"
+    if line.startswith("@@"):
+        return "hunk"
+    if line.startswith("+"):
+        return "add"
+    if line.startswith("-"):
+        return "del"
+    return None
 
 
 def _looks_like_rev(text: str) -> bool:
@@ -471,9 +546,15 @@ def prompt(
     model: Annotated[str, typer.Option("--model", "-m", help="The session's model.")],
     project: ProjectOpt = None,
     memory_dir_opt: DirOpt = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option("--json", help="One JSON object per part: what, file, scope, tokens, text."),
+    ] = False,
 ) -> None:
-    """What a session on MODEL gets: identity, matching model notes, both indexes."""
+    """What a session on MODEL gets: identity, matching model notes, both indexes.
+
+    Example: hs memory prompt --model claude-opus-4 --project .
+    """
     from histstore.memory.prompt import prompt as build
     from histstore.memory.scopes import memory_dir
 
@@ -515,9 +596,12 @@ def scan(
         Path | None,
         typer.Option(help="Also write each proposal as a draft file here (for `write --from`)."),
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per proposal.")] = False,
 ) -> None:
-    """Propose memories from what people said in recorded turns (nothing is written)."""
+    """Propose memories from what people said in recorded turns (nothing is written).
+
+    Example: hs memory scan --drafts /tmp/drafts
+    """
     from histstore.memory.scan import scan as do_scan
     from histstore.memory.scan import write_drafts
 
@@ -550,9 +634,15 @@ def dir_(
     ] = None,
     unset: Annotated[bool, typer.Option("--unset", help="Forget the scope's directory.")] = False,
     project: ProjectOpt = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option("--json", help="One JSON object per scope's directory: scope, project, dir."),
+    ] = False,
 ) -> None:
-    """Show or set the memory directory of a scope (kept in config.toml)."""
+    """Show or set the memory directory of a scope (kept in config.toml).
+
+    Example: hs memory dir --set ~/notes/memory
+    """
     from histstore.memory.scopes import configured_dirs, memory_dir, scope_for
     from histstore.store.config import read_config, write_config
 

@@ -38,9 +38,11 @@ def show(
     raw: Echo,
 ) -> None:
     """Ask the library (histstore.ops.recall, the answer the MCP tool gives too)
-    and print it: ``say`` prints a human line (control characters made
-    visible), ``raw`` the exact JSON."""
+    and print it: ``say`` prints a human line (histstore.porcelain.render.say:
+    control characters made visible, colour and the pager as the terminal
+    allows), ``raw`` the exact JSON."""
     from histstore.ops.recall import answer, render
+    from histstore.porcelain.render import recall_lines
 
     if everywhere and project is not None:
         raise BadInput("give --everywhere or --project, not both")
@@ -58,19 +60,26 @@ def show(
     if json_out:
         raw(json.dumps(ans.as_json(), ensure_ascii=False))
         return
-    for line in render(ans):
+    for line in recall_lines(ans, render(ans)):
         say(line)
 
 
 # ------------------------------------------------------------------ quick path
 
-_FLAGS = {"--everywhere": "everywhere", "-e": "everywhere", "--json": "json_out"}
+_FLAGS = {
+    "--everywhere": "everywhere",
+    "-e": "everywhere",
+    "--json": "json_out",
+    "--no-pager": "no_pager",
+    "-P": "no_pager",
+}
 _VALUES = {
     "--project": "project",
     "--days": "days",
     "-k": "k",
     "--agent": "agent",
     "--session": "session",
+    "--color": "color",
 }
 _NUMBERS = {"days", "k"}
 
@@ -99,6 +108,8 @@ def parse(argv: list[str]) -> tuple[str | None, dict[str, Any]] | None:
         "agent": None,
         "session": None,
         "json_out": False,
+        "color": None,
+        "no_pager": False,
     }
     words: list[str] = []
     while args:
@@ -122,6 +133,8 @@ def parse(argv: list[str]) -> tuple[str | None, dict[str, Any]] | None:
             words.append(a)
             continue
         key = _VALUES[name]
+        if key == "color" and value not in ("auto", "always", "never"):
+            return None  # the full CLI's usage line says why
         if key in _NUMBERS:
             try:
                 kw[key] = int(value)
@@ -141,19 +154,18 @@ def quick(argv: list[str]) -> int | None:
     if parsed is None:
         return None
     store_arg, kw = parsed
-    from histstore.display import visible
+    from histstore.plumbing import term
     from histstore.plumbing.report import guarded, stderr_line
+    from histstore.porcelain.render import say
 
-    def raw(line: str = "", err: bool = False) -> None:
-        print(line, file=sys.stderr if err else sys.stdout)
-
-    def say(line: str = "", err: bool = False) -> None:
-        raw(visible(line), err)
+    def raw(line: str = "") -> None:
+        print(line)
 
     def run() -> None:
         from histstore.store.config import default_store_path
         from histstore.store.store import Store
 
+        term.set_options(color=kw.pop("color"), no_pager=kw.pop("no_pager"))
         root = Path(store_arg).expanduser() if store_arg else default_store_path()
         store = Store.open(root)
         store.notify = lambda message: stderr_line(f"hs: {message}")
@@ -163,4 +175,11 @@ def quick(argv: list[str]) -> int | None:
             store.close()
         sys.stdout.flush()
 
-    return guarded(run)
+    # as HsGroup.main does: the terminal's state per command line, the pager
+    # (when recall pages) waited for before the exit
+    term.start()
+    term.set_command("recall")
+    try:
+        return guarded(run)
+    finally:
+        term.finish()

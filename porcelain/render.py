@@ -9,18 +9,29 @@ control characters of stored text as printable text (``histstore.display``);
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
-
-import typer
 
 from histstore.display import visible
 from histstore.history.summary import SessionInfo
+from histstore.plumbing.term import (
+    Text,
+    highlight_phrases,
+    highlight_text,
+    join,
+    local_date,
+    local_time,
+    paint,
+)
+from histstore.plumbing.term import say as _say
 from histstore.store.kinds import Session
 
 
-def say(text: str = "", *, err: bool = False, nl: bool = True) -> None:
-    """Print one piece of a human view, control characters made visible."""
-    typer.echo(visible(text), err=err, nl=nl)
+def say(text: str | Text = "", *, err: bool = False, nl: bool = True) -> None:
+    """Print one piece of a human view, control characters made visible (in
+    colour on a terminal, through the pager when the command pages:
+    histstore.plumbing.term)."""
+    _say(text, err=err, nl=nl)
 
 
 def field(text: object) -> str:
@@ -44,11 +55,10 @@ def first_line(text: str, width: int = 72) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-def when(ts: str | None) -> str:
-    """``2026-01-02T03:04:05.678Z`` -> ``2026-01-02 03:04 UTC``."""
-    if not ts:
-        return "-"
-    return f"{ts[:10]} {ts[11:16]} UTC"
+def when(ts: str | None, *, seconds: bool = False) -> str:
+    """``2026-01-02T03:04:05.678Z`` -> ``2026-01-02 03:04 UTC``, in the local
+    time zone (``TZ``); with ``seconds``, ``03:04:05``."""
+    return local_time(ts, seconds=seconds)
 
 
 def tools_text(tools: dict[str, int]) -> str:
@@ -78,14 +88,14 @@ def asked_text(turn: dict[str, Any]) -> str:
     return "(no prompt)"
 
 
-def turn_header(turn: dict[str, Any], session: Session | SessionInfo | None) -> list[str]:
-    out = [f"turn {turn['turn_id']}"]
+def turn_header(turn: dict[str, Any], session: Session | SessionInfo | None) -> list[Text]:
+    out = [Text("turn ", paint(turn["turn_id"], "id"))]
     title = f"  ({first_line(session.title, 60)})" if session and session.title else ""
     sub = f"  [sub-agent {field(turn['subagent'])}]" if turn.get("subagent") else ""
-    out.append(f"Session: {turn['session_id']}{title}{sub}")
-    out.append(f"Project: {field(turn['project'])}")
-    out.append(f"Date:    {when(turn['asked_at'])}")
-    meta = f"Agent:   {field(turn.get('agent') or '-')}"
+    out.append(Text("Session: ", paint(turn["session_id"], "id"), title, sub))
+    out.append(Text("Project: ", paint(field(turn["project"]), "project")))
+    out.append(Text("Date:    ", paint(when(turn["asked_at"]), "date")))
+    meta = Text("Agent:   ", paint(field(turn.get("agent") or "-"), "agent"))
     if turn.get("model"):
         meta += f"  model {field(turn['model'])}"
     meta += f"  status {turn.get('status', 'completed')}"
@@ -96,36 +106,52 @@ def turn_header(turn: dict[str, Any], session: Session | SessionInfo | None) -> 
         meta += "  [read untrusted content]"
     out.append(meta)
     if turn.get("edited"):
-        out.append("Edited:  " + ", ".join(map(field, turn["edited"])))
+        out.append(Text("Edited:  " + ", ".join(map(field, turn["edited"]))))
     if turn.get("files"):
-        out.append("Read:    " + ", ".join(map(field, turn["files"])))
+        out.append(Text("Read:    " + ", ".join(map(field, turn["files"]))))
     if turn.get("tools"):
-        out.append("Tools:   " + tools_text(turn["tools"]))
+        out.append(Text("Tools:   " + tools_text(turn["tools"])))
     return out
 
 
 def turn_text(
-    turn: dict[str, Any], session: Session | SessionInfo | None, max_lines: int | None
-) -> str:
-    parts = turn_header(turn, session)
-    parts.append("")
-    parts.append(indent(asked_text(turn), max_lines))
-    parts.append("")
-    answered = turn.get("answered") or "(no answer)"
-    parts.append(indent(answered, max_lines))
-    return "\n".join(parts)
+    turn: dict[str, Any],
+    session: Session | SessionInfo | None,
+    max_lines: int | None,
+    grep: str | None = None,
+) -> Text:
+    """A turn's header, question and answer; with ``grep``, its matches marked."""
+    asked = indent(asked_text(turn), max_lines)
+    answered = indent(turn.get("answered") or "(no answer)", max_lines)
+    body: Text | str = asked + "\n\n" + answered
+    if grep:
+        body = highlight_text(body, grep)
+    return join([*turn_header(turn, session), "", body], "\n")
 
 
-def oneline(turn: dict[str, Any], short: str | None = None, width: int = 12) -> str:
+def oneline(
+    turn: dict[str, Any], short: str | None = None, width: int = 12, grep: str | None = None
+) -> Text:
     """One line of ``hs log --oneline``; ``short`` the turn id's abbreviation
-    (overlay.reads.short_ids), padded to ``width``."""
+    (overlay.reads.short_ids), padded to ``width``; with ``grep``, its
+    matches marked."""
     sub = "↳ " if turn.get("subagent") else ""
     agent = turn.get("agent") or "-"
     tid = short if short is not None else turn["turn_id"][:12]
-    return (
-        f"{tid:<{width}}  {when(turn['asked_at'])[:16]}  "
-        f"{turn['session_id'][:8]}  {agent:<11}  "
-        f"{sub}{first_line(asked_text(turn), 70)}"
+    asked: Text | str = first_line(asked_text(turn), 70)
+    if grep:
+        asked = highlight_text(asked, grep)
+    return Text(
+        paint(tid, "id"),
+        " " * max(width - len(tid), 0) + "  ",
+        paint(local_time(turn["asked_at"], zone=False), "date"),
+        "  ",
+        paint(turn["session_id"][:8], "id"),
+        "  ",
+        paint(agent, "agent"),
+        " " * max(11 - len(agent), 0) + "  ",
+        sub,
+        asked,
     )
 
 
@@ -180,3 +206,37 @@ def transcript_notes(t: Any) -> list[str]:
             "does not know where each record was: they are in turn order, which may differ"
         )
     return notes
+
+
+_RECALL_HEAD = re.compile(r"^(\d{4}-\d\d-\d\d)  session (\S+)  turn (\S+)(  .*)?$")
+
+
+def recall_lines(ans: Any, lines: list[str]) -> list[Text]:
+    """The lines of a recall answer (histstore.ops.recall.render) as a person
+    sees them: each hit's date in the local zone, ids, agent and project
+    painted, and the query's terms marked wherever a hit or note quotes text."""
+    terms = [t.split() for t in ans.terms]
+    hits = iter(ans.result.hits)
+    out: list[Text] = []
+    for line in lines:
+        head = _RECALL_HEAD.match(line) if not line.startswith(" ") else None
+        hit = next(hits, None) if head else None
+        if head and hit is not None:
+            agent = (head.group(4) or "").strip()
+            out.append(
+                Text(
+                    paint(local_date(hit.asked_at), "date"),
+                    "  session ",
+                    paint(head.group(2), "id"),
+                    "  turn ",
+                    paint(head.group(3), "id"),
+                    *(("  ", paint(agent, "agent")) if agent else ()),
+                )
+            )
+        elif line.startswith("  project: "):
+            out.append(Text("  project: ", paint(line[len("  project: ") :], "project")))
+        elif line.startswith("  "):
+            out.append(highlight_phrases(line, terms))
+        else:
+            out.append(Text(line))
+    return out

@@ -55,7 +55,10 @@ def restore(
     ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object per session.")] = False,
 ) -> None:
-    """Put a session back where its agent resumes it (claude --resume, codex resume)."""
+    """Put a session back where its agent resumes it (claude --resume, codex resume).
+
+    Example: hs restore 5f0c1e7a --dry-run
+    """
     if (session is None) == (since is None):
         raise BadInput(
             "give a session, or --since WHEN for every missing session of a window",

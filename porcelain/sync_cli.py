@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from histstore.plumbing.common import command_line, new_app, open_store
+from histstore.porcelain import complete
 from histstore.porcelain.render import say, size_text
 
 if TYPE_CHECKING:
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
     from histstore.store.store import Store
     from histstore.sync.engine import SyncReport
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object.")]
 DryRunOpt = Annotated[
     bool,
     typer.Option(
@@ -27,6 +27,10 @@ DryRunOpt = Annotated[
     ),
 ]
 NameArg = Annotated[str, typer.Argument(metavar="NAME", help="The remote's name.")]
+RemoteArg = Annotated[
+    str,
+    typer.Argument(metavar="NAME", help="The remote's name.", autocompletion=complete.remotes),
+]
 SHOWN = 20  # ref changes listed per side before "and N more"
 BAR_AFTER = 50  # refs to walk before a progress bar is worth showing
 
@@ -190,28 +194,58 @@ def _run(
 
 def push(
     ctx: typer.Context,
-    name: NameArg,
+    name: RemoteArg,
     init: Annotated[
         bool, typer.Option("--init", help="Create a store at the remote's path if none is there.")
     ] = False,
     dry_run: DryRunOpt = False,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="One JSON object: the report (sent, received, refs moved, operations)."
+        ),
+    ] = False,
 ) -> None:
-    """Send what the remote lacks and move its refs (merging where both changed)."""
+    """Send what the remote lacks and move its refs (merging where both changed).
+
+    Example: hs push usb --init
+    """
     _run(ctx, name, push=True, pull=False, dry_run=dry_run, json_out=json_out, init=init)
 
 
 def pull(
-    ctx: typer.Context, name: NameArg, dry_run: DryRunOpt = False, json_out: JsonOpt = False
+    ctx: typer.Context,
+    name: RemoteArg,
+    dry_run: DryRunOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="One JSON object: the report (sent, received, refs moved, operations)."
+        ),
+    ] = False,
 ) -> None:
-    """Fetch what this store lacks from the remote and move this store's refs."""
+    """Fetch what this store lacks from the remote and move this store's refs.
+
+    Example: hs pull usb --dry-run
+    """
     _run(ctx, name, push=False, pull=True, dry_run=dry_run, json_out=json_out)
 
 
 def sync_cmd(
-    ctx: typer.Context, name: NameArg, dry_run: DryRunOpt = False, json_out: JsonOpt = False
+    ctx: typer.Context,
+    name: RemoteArg,
+    dry_run: DryRunOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="One JSON object: the report (sent, received, refs moved, operations)."
+        ),
+    ] = False,
 ) -> None:
-    """Push and pull at once: both stores end with the same history, memory and forgets."""
+    """Push and pull at once: both stores end with the same history, memory and forgets.
+
+    Example: hs sync usb
+    """
     _run(ctx, name, push=True, pull=True, dry_run=dry_run, json_out=json_out)
 
 
@@ -226,16 +260,24 @@ def _remote_info(store: Store, remote: Any) -> dict[str, Any]:
 
 def register(app: typer.Typer) -> None:
     """Add the sync commands to the `hs` app."""
-    remote_app = new_app("The other stores this one syncs with: add, list, remove.")
+    remote_app = new_app(
+        "The other stores this one syncs with: add, list, remove.\n\n"
+        "Example: hs remote add usb /media/usb/hs"
+    )
 
     @remote_app.command("add")
     def remote_add(
         ctx: typer.Context,
         name: NameArg,
         path: Annotated[str, typer.Argument(metavar="PATH", help="The remote store's folder.")],
-        json_out: JsonOpt = False,
+        json_out: Annotated[
+            bool, typer.Option("--json", help="One JSON object: name, path, store, tracking_refs.")
+        ] = False,
     ) -> None:
-        """Remember another store folder under a name (it may not exist yet)."""
+        """Remember another store folder under a name (it may not exist yet).
+
+        Example: hs remote add usb /media/usb/hs
+        """
         from pathlib import Path
 
         from histstore.sync.remotes import add_remote
@@ -251,8 +293,20 @@ def register(app: typer.Typer) -> None:
             say(f"  no store there yet: `hs push {remote.name} --init` creates one")
 
     @remote_app.command("list")
-    def remote_list(ctx: typer.Context, json_out: JsonOpt = False) -> None:
-        """The remotes: name, path, and whether a store is there."""
+    def remote_list(
+        ctx: typer.Context,
+        json_out: Annotated[
+            bool,
+            typer.Option(
+                "--json",
+                help="One JSON object per remote: name, path, store, tracking_refs (or error, hint).",
+            ),
+        ] = False,
+    ) -> None:
+        """The remotes: name, path, and whether a store is there.
+
+        Example: hs remote list
+        """
         from histstore.sync.remotes import remote_entries
 
         store = open_store(ctx)
@@ -276,8 +330,20 @@ def register(app: typer.Typer) -> None:
                 say(f"{name}\t{info['path']}{state}")
 
     @remote_app.command("remove")
-    def remote_remove(ctx: typer.Context, name: NameArg, json_out: JsonOpt = False) -> None:
-        """Forget a remote and its remote-tracking refs (the remote store is untouched)."""
+    def remote_remove(
+        ctx: typer.Context,
+        name: RemoteArg,
+        json_out: Annotated[
+            bool,
+            typer.Option(
+                "--json", help="One JSON object: name, path, tracking_refs_deleted, operation."
+            ),
+        ] = False,
+    ) -> None:
+        """Forget a remote and its remote-tracking refs (the remote store is untouched).
+
+        Example: hs remote remove usb
+        """
         from histstore.sync.remotes import remove_remote
 
         store = open_store(ctx)

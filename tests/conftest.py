@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,13 @@ def _temp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the agents' own overrides of where they keep history: never the real ones
     for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME"):
         monkeypatch.delenv(name, raising=False)
+    # what the terminal gets: no pager a test did not ask for (a real less
+    # would wait for a key), colour decided by the test, times in UTC
+    monkeypatch.setenv("HS_PAGER", "")
+    for name in ("PAGER", "LESS", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
 
 
 @pytest.fixture

@@ -28,7 +28,9 @@ class HS:
         self.runner = CliRunner()
 
     def __call__(self, *args: str, input: str | None = None) -> Any:
-        return self.runner.invoke(app, list(args), input=input, catch_exceptions=False)
+        return self.runner.invoke(
+            app, list(args), input=input, catch_exceptions=False, prog_name="hs"
+        )
 
     def json_lines(self, *args: str, input: str | None = None) -> list[Any]:
         r = self(*args, input=input)

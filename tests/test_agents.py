@@ -158,7 +158,12 @@ def test_forget_listings_agent_filter(mixed: HS) -> None:
 def test_status_counts_turns_per_agent(mixed: HS) -> None:
     r = mixed("status")
     assert r.exit_code == 0
-    assert "turns:      4 (claude-code 2, codex 1, hs 1)" in r.stdout
+    assert (
+        "turns:        4\n"
+        "  by agent:   2  claude-code\n"
+        "              1  codex\n"
+        "              1  hs\n"
+    ) in r.stdout
     (info,) = mixed.json_lines("status", "--json")
     assert info["agents"] == {"claude-code": 2, "codex": 1, "hs": 1}
     assert info["turns"] == 4

@@ -366,13 +366,13 @@ def test_hs_status_tells_of_captures(
     hs: HS, store: Store, store_path: Path, claude: FakeClaude
 ) -> None:
     r = hs("status")
-    assert "capture:    no hook has run" in r.stdout
+    assert "capture:      no hook has run" in r.stdout
     claude.turn("q", "a")
     fire(hs, store_path, "claude-code", claude.payload())
     fire(hs, store_path, "claude-code", "garbage")
     r = hs("status")
     assert r.exit_code == 0
-    assert "capture:    last claude-code unknown at" in r.stdout
+    assert "capture:      last claude-code unknown at" in r.stdout
     assert "1 failure in 7 days, the latest: the hook payload is not JSON" in r.stdout
     info = json.loads(hs("status", "--json").stdout)["capture"]
     assert info["failures"] == 1 and info["waiting"] == 0

@@ -269,7 +269,10 @@ def test_help_everywhere(hs: HS) -> None:
 def test_usage_error_exit_code(hs: HS) -> None:
     r = hs("log", "--no-such-flag")
     assert r.exit_code == 2
-    assert "No such option" in r.stderr
+    assert r.stdout == ""
+    assert r.stderr == (
+        "hs: error: hs log: no such option: --no-such-flag; hint: see `hs log --help`\n"
+    )
 
 
 def test_no_bad_line_stops_an_import(hs: HS, tmp_path: Path) -> None:

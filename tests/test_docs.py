@@ -43,6 +43,13 @@ def test_every_command_has_help(path: tuple[str, ...], cmd: Any) -> None:
 
 
 @pytest.mark.parametrize("path,cmd", ALL, ids=[" ".join(p) for p, _ in ALL])
+def test_every_command_has_an_example_in_its_help(path: tuple[str, ...], cmd: Any) -> None:
+    assert re.search(r"^\s*Example: .*\bhs\b", cmd.help or "", re.M), (
+        f"hs {' '.join(path)} --help has no 'Example: hs ...' line"
+    )
+
+
+@pytest.mark.parametrize("path,cmd", ALL, ids=[" ".join(p) for p, _ in ALL])
 def test_every_command_is_documented(path: tuple[str, ...], cmd: Any) -> None:
     headings = {
         h

@@ -631,17 +631,14 @@ def test_scan_proposes_from_what_people_said_and_a_draft_writes_through_write(
     assert r.exit_code == 4 and r.stderr.startswith("hs: error:")
 
 
-def test_diff_is_coloured_on_a_terminal_only(
-    hs: HS, mem: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from histstore.porcelain import memory_cli
-
+def test_diff_is_coloured_on_a_terminal_only(hs: HS, mem: Path) -> None:
+    """(On a terminal: tests/test_cli_terminal.py; here a pipe, and forced.)"""
     hs(*write_args(), "--yes")
     _revise(hs, "Tabs in Go", "Second version.")
     assert "\x1b[" not in hs("memory", "diff").stdout
-    monkeypatch.setattr(memory_cli, "_colour", lambda: True)
-    out = hs("memory", "diff").stdout
-    assert "\x1b[32m+description: Tabs in Go" in out and "\x1b[31m-description" in out
+    out = hs("memory", "diff", "--color", "always").stdout
+    assert "\x1b[32m+description: Tabs in Go\x1b[0m" in out and "\x1b[31m-description" in out
+    assert "\x1b[1m--- a/feedback_use-tabs.md@" in out and "\x1b[36m@@ " in out
 
 
 def test_a_scope_wide_diff_leaves_out_an_excluded_note(hs: HS, mem: Path) -> None:
@@ -761,10 +758,10 @@ def test_diff_takes_a_hex_looking_slug_as_a_name(hs: HS, mem: Path) -> None:
 
 
 def test_status_counts_memory_scopes_and_directories(hs: HS, mem: Path) -> None:
-    assert "memory:     0 scopes recorded; 0 directories configured" in hs("status").stdout
+    assert "memory:       0 scopes recorded; 0 directories configured" in hs("status").stdout
     hs(*write_args(), "--yes")
     assert hs("memory", "dir", "--set", str(mem)).exit_code == 0
-    assert "memory:     1 scope recorded; 1 directory configured" in hs("status").stdout
+    assert "memory:       1 scope recorded; 1 directory configured" in hs("status").stdout
     info = json.loads(hs("status", "--json").stdout)
     assert info["memory_scopes"] == 1 and info["memory_dirs"] == {"system": str(mem)}
 

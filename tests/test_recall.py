@@ -707,6 +707,8 @@ def test_the_quick_path_prints_what_the_cli_prints(
         ["recall", "-e", "-k", "11", "login"],
         ["recall", "-e", "--project", "x", "login"],
         ["recall", "-e", "the", "of"],
+        ["recall", "-e", "--no-pager", "--color", "never", "login_user"],
+        ["recall", "-e", "-P", "--color=always", "cache"],
     ]
     for args in cases:
         want = hs(*args)
@@ -721,6 +723,8 @@ def test_the_quick_path_prints_what_the_cli_prints(
         ["recall"],
         ["log", "recall"],
         ["recall", "-e", "--", "-a"],
+        ["recall", "-e", "--color", "purple", "a"],
+        ["-P", "recall", "a"],
     ):
         assert parse(args) is None, args
     assert parse(["-C", "/s", "recall", "a", "-e", "b"]) == (
@@ -733,6 +737,8 @@ def test_the_quick_path_prints_what_the_cli_prints(
             "agent": None,
             "session": None,
             "json_out": False,
+            "color": None,
+            "no_pager": False,
             "words": ["a", "b"],
         },
     )

@@ -31,7 +31,7 @@ def _summarized(store: Store, project: str | None = None) -> list[tuple[str, str
     with Summary(store) as s:
         return [
             (r.entry.asked_at, r.entry.turn_id, r.session.session_id, r.entry.object)
-            for r in s.log(project=project)
+            for r in s.log(projects=None if project is None else {project})
         ]
 
 

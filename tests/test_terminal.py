@@ -193,9 +193,9 @@ def _through_a_terminal(views: list[list[str]]) -> list[tuple[bytes, int]]:
     return result
 
 
-# the only escapes a view writes on its own: hs memory diff's colours, each
-# around a whole line
-_OWN_COLOURS = re.compile(rb"^\x1b\[3[126]m|\x1b\[0m$", re.M)
+# the only escapes a view writes on its own: the colours of
+# histstore.plumbing.term, each around a piece of text already made visible
+_OWN_COLOURS = re.compile(rb"\x1b\[(?:33|34|35|36|1;31|32|31|1|0)m")
 
 
 def test_no_view_lets_stored_text_act_on_the_terminal(
@@ -207,12 +207,13 @@ def test_no_view_lets_stored_text_act_on_the_terminal(
         ("log", ["log"], True, 0),
         ("log --oneline", ["log", "--oneline"], True, 0),
         ("log --all", ["log", "--all"], True, 0),
+        ("log --grep", ["log", "--oneline", "--grep", "pwned"], True, 0),
         ("show", ["show", "turn-0001"], True, 0),
         ("show --full", ["show", "--full", "turn-0001"], True, 0),
         ("show --all of a tombstone", ["show", "--all", "turn-0002"], True, 0),
         ("show a session", ["show", "sess-hostile"], True, 0),
         ("show an object", ["show", ids["object"]], "\\u001b[2J", 0),
-        ("recall", ["recall", "--everywhere", "zebraword"], True, 0),
+        ("recall", ["recall", "--everywhere", "zebraword", "pwned"], True, 0),
         ("export markdown", ["export", "--format", "markdown"], True, 0),
         ("forgotten", ["forgotten"], True, 0),
         ("forget --list", ["forget", "--list"], True, 0),
@@ -232,15 +233,24 @@ def test_no_view_lets_stored_text_act_on_the_terminal(
             4,
         ),
     ]
-    results = _through_a_terminal([args for _, args, _, _ in views])
-    for (name, _args, shows, code), (out, rc) in zip(views, results, strict=True):
-        assert rc == code, (name, out[-500:])
-        text = _OWN_COLOURS.sub(b"", out) if name == "memory diff" else out
-        raw = FORBIDDEN.search(text.decode("utf-8"))
+    # each view twice: in colour (a terminal: on by default), and without
+    plain = [["--color", "never", *args] for _, args, _, _ in views]
+    results = _through_a_terminal(plain + [args for _, args, _, _ in views])
+    for i, (name, _args, shows, code) in enumerate(views):
+        out, rc = results[i]
+        coloured, crc = results[len(views) + i]
+        assert rc == code and crc == code, (name, out[-500:])
+        raw = FORBIDDEN.search(out.decode("utf-8"))
         assert raw is None, f"{name} let {raw.group()!r} reach the terminal: {out[:300]!r}"
         if shows:
             shown = shows if isinstance(shows, str) else SHOWN
             assert shown.encode() in out, f"{name} did not show the text: {out[:300]!r}"
+        # colour adds our own codes around visible text, and nothing else
+        assert _OWN_COLOURS.sub(b"", coloured) == out, name
+    coloured_views = {
+        views[i][0] for i in range(len(views)) if b"\x1b[" in results[len(views) + i][0]
+    }
+    assert {"log", "log --grep", "show", "recall", "ops", "memory diff"} <= coloured_views
 
 
 def test_json_and_raw_stay_exact(hs: HS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from histstore.agents.homes import AGENTS
 from histstore.errors import Ambiguous, BadInput, CorruptStore, NotFound
-from histstore.history.project import project_key
+from histstore.history.project import matching_projects, project_key
 from histstore.history.summary import SessionInfo, open_summary
 from histstore.history.turn import format_time, parse_time
 from histstore.store.codec import is_id_prefix, is_object_id
@@ -94,6 +94,35 @@ def check_agent(store: Store, agent: str | None) -> None:
         )
 
 
+@dataclass(frozen=True)
+class ProjectMatch:
+    """What ``--project GIVEN`` names: the projects as recorded, and their
+    project keys (more than one key: several projects matched)."""
+
+    given: str
+    projects: frozenset[str]
+    keys: tuple[str, ...]
+
+
+def match_projects(store: Store, given: str) -> ProjectMatch:
+    """The recorded projects ``given`` names (histstore.history.project.
+    matching_projects): a directory here, a path with or without a trailing
+    slash, or a project's last path component."""
+    summary = open_summary(store)
+    if summary is not None:
+        with summary:
+            pairs = summary.projects()
+    else:
+        pairs = {
+            (own, project_key(own))
+            for s in store.sessions()
+            for own in {t.project or s.project for t in s.turns}
+        }
+    found = matching_projects(given, pairs)
+    keys = tuple(sorted({k for p, k in pairs if p in found}))
+    return ProjectMatch(given, frozenset(found), keys)
+
+
 def log_entries(
     store: Store,
     *,
@@ -103,31 +132,30 @@ def log_entries(
     limit: int | None = None,
     agent: str | None = None,
 ) -> list[LogEntry]:
-    """Every current turn matching the filters (the turn's own project),
-    newest first, at most ``limit``: from the summary (histstore.history.
-    summary), else by reading every session. ``agent`` is compared with each
-    session's (every importer gives one agent per session: the one that
-    wrote it)."""
+    """Every current turn matching the filters (the turn's own project, as
+    :func:`match_projects` reads ``project``), newest first, at most
+    ``limit``: from the summary (histstore.history.summary), else by reading
+    every session. ``agent`` is compared with each session's (every importer
+    gives one agent per session: the one that wrote it)."""
     check_agent(store, agent)
     sid = resolve_session(store, session) if session is not None else None
     if sid is not None:
         rev = store.session_ref(sid)
         if rev is None or not is_object_id(rev):
             raise CorruptStore(f"ref sessions/{sid} does not hold an object id", hint="run hs fsck")
+    wanted = match_projects(store, project).projects if project is not None else None
     summary = open_summary(store)
     if summary is not None:
         with summary:
-            rows = summary.log(session=sid, project=project, since=since, limit=limit, agent=agent)
+            rows = summary.log(session=sid, projects=wanted, since=since, limit=limit, agent=agent)
         return [LogEntry(r.entry, r.session) for r in rows]
     sessions = [store.session(sid)] if sid is not None else list(store.sessions())
-    want = project_key(project) if project is not None else None
     out = []
     for s in sessions:
         if agent is not None and s.agent != agent:
             continue
         for t in s.turns:
-            own = t.project or s.project
-            if want is not None and own != project and project_key(own) != want:
+            if wanted is not None and (t.project or s.project) not in wanted:
                 continue
             if since is not None and t.asked_at < since:
                 continue

@@ -20,9 +20,10 @@ cannot be written (a read-only store) they read the sessions as before.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -324,12 +325,13 @@ class Summary:
         self,
         *,
         session: str | None = None,
-        project: str | None = None,
+        projects: Collection[str] | None = None,
         since: str | None = None,
         limit: int | None = None,
         agent: str | None = None,
     ) -> list[Row]:
-        """Current turns matching the filters, newest first (as
+        """Current turns matching the filters (``projects``: the turn's own
+        project is one of them), newest first (as
         histstore.history.reading.log_entries orders them)."""
         conn = self.current()
         where: list[str] = []
@@ -337,9 +339,9 @@ class Summary:
         if session is not None:
             where.append("t.session_id = ?")
             args.append(session)
-        if project is not None:
-            where.append("(t.project = ? OR t.pkey = ?)")
-            args += [project, project_key(project)]
+        if projects is not None:
+            where.append("t.project IN (SELECT value FROM json_each(?))")
+            args.append(json.dumps(sorted(projects)))
         if since is not None:
             where.append("t.asked_at >= ?")
             args.append(since)
@@ -358,6 +360,22 @@ class Summary:
             sql += " LIMIT ?"
             args.append(limit)
         return [_row(r) for r in conn.execute(sql, args)]
+
+    def projects(self) -> set[tuple[str, str]]:
+        """Every project a current turn has, as recorded, with its project key."""
+        conn = self.current()
+        return {
+            (str(p), str(k)) for p, k in conn.execute("SELECT DISTINCT project, pkey FROM turn")
+        }
+
+    def project_turns(self, limit: int) -> list[tuple[str, int]]:
+        """The projects (by project key) with the most current turns, and how many."""
+        conn = self.current()
+        rows = conn.execute(
+            "SELECT pkey, count(*) AS n FROM turn GROUP BY pkey ORDER BY n DESC, pkey LIMIT ?",
+            (limit,),
+        )
+        return [(str(k), int(n)) for k, n in rows]
 
     def turns_named(self, text: str) -> list[Row]:
         """The turns whose id is ``text`` or starts with it (at most 11)."""

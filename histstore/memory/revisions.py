@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
+from typing import Any
 
 from histstore.errors import Ambiguous, BadInput, HistError, NotFound
 from histstore.memory import rules as memrules
@@ -175,6 +176,17 @@ def _withheld(store: Store) -> Callable[[Scope, str], bool]:
     return lambda scope, file: vis.note(View.MEMORY_SHOW, scope.id, file) is not None
 
 
+def note_files(store: Store, scope: Scope) -> list[str]:
+    """The notes of the scope's newest revision a person may name (shell
+    completion): every file but the index and the notes an exclusion withholds."""
+    tip = head(store, scope)
+    if tip is None:
+        return []
+    withheld = _withheld(store)
+    files = load_tree(store, load_revision(store, tip).tree)
+    return sorted(f for f in files if not memrules.is_index_name(f) and not withheld(scope, f))
+
+
 def refuse_excluded(store: Store, scope: Scope, file: str) -> None:
     """An excluded note's text is never handed out (hs unforget lifts it)."""
     if _withheld(store)(scope, file):
@@ -256,6 +268,33 @@ def unified(old: bytes | None, new: bytes | None, old_label: str, new_label: str
     return [ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines]
 
 
+@dataclass(frozen=True)
+class FileDiff:
+    """One file's part of a diff: its labels (``a/<file>@<rev>`` or
+    ``/dev/null``) and its unified diff lines, the two header lines first."""
+
+    file: str
+    old: str
+    new: str
+    lines: list[str]
+
+    def as_json(self) -> dict[str, Any]:
+        status = (
+            "added"
+            if self.old == "/dev/null"
+            else "removed"
+            if self.new == "/dev/null"
+            else "modified"
+        )
+        return {
+            "file": self.file,
+            "status": status,
+            "from": self.old,
+            "to": self.new,
+            "diff": "".join(self.lines),
+        }
+
+
 def diff(
     store: Store,
     scope: Scope,
@@ -267,6 +306,17 @@ def diff(
     scope); one: that revision against the newest; two: the first against the
     second. Excluded notes are left out (and their index lines); naming one
     is refused."""
+    return [ln for f in diff_files(store, scope, name, rev1, rev2) for ln in f.lines]
+
+
+def diff_files(
+    store: Store,
+    scope: Scope,
+    name: str | None,
+    rev1: str | None,
+    rev2: str | None,
+) -> list[FileDiff]:
+    """:func:`diff`, file by file."""
     withheld = _withheld(store)
 
     def skip(file: str) -> bool:
@@ -294,7 +344,7 @@ def diff(
         wanted = [file]
     else:
         wanted = sorted(set(a_files) | set(b_files))
-    out: list[str] = []
+    out: list[FileDiff] = []
     for f in wanted:
         if a_files.get(f) == b_files.get(f) or skip(f):
             continue
@@ -307,5 +357,5 @@ def diff(
                 continue
         a_label = f"a/{f}@{a.id[:12]}" if a and f in a_files else "/dev/null"
         b_label = f"b/{f}@{b.id[:12]}" if f in b_files else "/dev/null"
-        out.extend(unified(old, new, a_label, b_label))
+        out.append(FileDiff(f, a_label, b_label, unified(old, new, a_label, b_label)))
     return out

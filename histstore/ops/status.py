@@ -3,12 +3,21 @@ in the store's size, but for the object files it lists)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+from pathlib import Path
 from typing import Any
 
 from histstore.history.project import project_key
 from histstore.history.summary import open_summary
 from histstore.store.objectstore import DiskObjectStore
+from histstore.store.oplog import Operation
 from histstore.store.store import Store
+
+#: how many projects ``hs status`` lists by turns
+TOP_PROJECTS = 10
+#: the operations that capture turns (what "the last capture" is)
+CAPTURES = frozenset({"import", "record", "capture"})
 
 
 def status_info(store: Store) -> dict[str, Any]:
@@ -17,11 +26,16 @@ def status_info(store: Store) -> dict[str, Any]:
     if summary is not None:
         with summary:
             counts = summary.counts()
+            top = summary.project_turns(TOP_PROJECTS)
     else:
         sessions = list(store.sessions())
         agents: dict[str, int] = {}
+        per_project: dict[str, int] = {}
         for s in sessions:
             agents[s.agent] = agents.get(s.agent, 0) + len(s.turns)
+            for t in s.turns:
+                k = project_key(t.project or s.project)
+                per_project[k] = per_project.get(k, 0) + 1
         counts = {
             "sessions": len(sessions),
             "turns": sum(len(s.turns) for s in sessions),
@@ -29,13 +43,16 @@ def status_info(store: Store) -> dict[str, Any]:
             "agents": dict(sorted(agents.items())),
             "operations": len(store.operations()),
         }
+        top = sorted(per_project.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_PROJECTS]
     objs = store.objects
+    parts = sizes(store.root)
     packs = loose = size = 0
     if isinstance(objs, DiskObjectStore):
         packs = len(objs.packs())
         loose = sum(1 for _ in objs.iter_loose())
-        size = objs.size_on_disk()
+        size = parts["objects"]
     last = store.refs.last_operation()
+    capture = next((op for op in store.refs.newest_first() if _is_capture(op)), None)
     return {
         "store": str(store.root),
         "format": store.format_version,
@@ -48,8 +65,50 @@ def status_info(store: Store) -> dict[str, Any]:
         "packs": packs,
         "loose_objects": loose,
         "size_bytes": size,
+        "sizes": parts,
+        "project_turns": [{"project": k, "turns": n} for k, n in top],
+        "last_capture": capture.as_json() if capture else None,
         "operations": counts["operations"],
         "last_operation": last.as_json() if last else None,
         "memory_scopes": len(store.refs.list_refs("memory/")),
         "memory_dirs": store.config.get("memory", {}).get("dirs", {}),
     }
+
+
+def _is_capture(op: Operation) -> bool:
+    extra = op.extra or {}
+    return extra.get("kind") in CAPTURES
+
+
+#: the parts of a store folder ``hs status`` sizes, by top-level name
+PARTS = {
+    "objects": "objects",
+    "index": "recall index",
+    "local": "local",
+    "refs": "refs",
+    "packed-refs": "refs",
+    "refs.log": "refs log",
+    "refs.applied": "refs log",
+}
+
+
+def sizes(root: Path) -> dict[str, int]:
+    """Bytes on disk under the store folder, by part: ``objects`` (packs and
+    loose objects), ``recall index``, ``local`` (the summary and the source
+    table), ``refs``, ``refs log``, and ``other`` (config, memory bases, ...)."""
+    out = dict.fromkeys(("objects", "recall index", "local", "refs", "refs log", "other"), 0)
+    try:
+        tops = list(os.scandir(root))
+    except OSError:
+        return out
+    for entry in tops:
+        part = PARTS.get(entry.name, "other")
+        with contextlib.suppress(OSError):
+            if entry.is_dir(follow_symlinks=False):
+                for dirpath, _, files in os.walk(entry.path):
+                    for name in files:
+                        with contextlib.suppress(OSError):
+                            out[part] += os.lstat(os.path.join(dirpath, name)).st_size
+            else:
+                out[part] += entry.stat(follow_symlinks=False).st_size
+    return out

@@ -11,6 +11,7 @@ below: raw access by id, for the store's own machinery.)
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,13 +63,29 @@ def log(
     limit: int | None = None,
     show_all: bool = False,
     agent: str | None = None,
+    grep: str | None = None,
 ) -> list[Item]:
-    """Turns newest first, as ``hs log`` gives them."""
-    entries = log_entries(
-        store, session=session, project=project, since=since, limit=limit, agent=agent
-    )
+    """Turns newest first, as ``hs log`` gives them; with ``grep``, only those
+    whose question or answer holds that text (ignoring case). A turn a marker
+    withholds is never searched, so never listed by what it holds."""
     vis = Visibility(Overlay.read(store))
-    return [_item(store, vis, View.LOG, e, show_all) for e in entries]
+    if not grep:
+        entries = log_entries(
+            store, session=session, project=project, since=since, limit=limit, agent=agent
+        )
+        return [_item(store, vis, View.LOG, e, show_all) for e in entries]
+    pattern = re.compile(re.escape(grep), re.IGNORECASE)
+    out: list[Item] = []
+    for e in log_entries(store, session=session, project=project, since=since, agent=agent):
+        if limit is not None and len(out) >= limit:
+            break
+        it = _item(store, vis, View.LOG, e, show_all)
+        if it.turn is None:
+            continue
+        text = f"{it.turn.get('asked') or ''}\n{it.turn.get('answered') or ''}"
+        if pattern.search(text):
+            out.append(it)
+    return out
 
 
 def short_ids(store: Store, turn_ids: list[str]) -> dict[str, str]:
