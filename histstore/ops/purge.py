@@ -303,11 +303,11 @@ def _finish(
     kept = _kept(store, skip)
     drop = candidates - kept
     plan = Plan(what, target, drop)
-    _count(store, plan)
+    count_kinds(store, plan)
     return plan
 
 
-def _count(store: Store, plan: Plan) -> None:
+def count_kinds(store: Store, plan: Plan) -> None:
     for i in sorted(plan.drop):
         try:
             k, payload = store.objects.get(i)
@@ -623,7 +623,7 @@ def rewrite_log(store: Store, edits: dict[str, dict[str, Any]], torn: dict[str, 
         return 0
     ops = list(read_log(store.refs.log_path))
     if not any(ln.op is not None and ln.op.op in edits for ln in ops) and not any(
-        _line_key(raw) in torn for raw in lines
+        line_key(raw) in torn for raw in lines
     ):
         return 0
     out: list[bytes] = []
@@ -636,7 +636,7 @@ def rewrite_log(store: Store, edits: dict[str, dict[str, Any]], torn: dict[str, 
             continue
         ln = by_line.get(n)
         if ln is None or ln.op is None:
-            key = _line_key(raw)
+            key = line_key(raw)
             out.append(torn[key].encode("utf-8") if key in torn else raw)
             continue
         op = ln.op
@@ -666,7 +666,7 @@ def rewrite_log(store: Store, edits: dict[str, dict[str, Any]], torn: dict[str, 
     return changed
 
 
-def _line_key(raw: bytes) -> str:
+def line_key(raw: bytes) -> str:
     return str(blake3.blake3(raw).hexdigest())[:32]
 
 
@@ -709,7 +709,7 @@ def _clean_sources(
         return
     conn = sqlite3.connect(path, isolation_level=None, timeout=30)
     try:
-        conn.create_function("hs_key", 1, lambda p: _path_key(str(p)), deterministic=True)
+        conn.create_function("hs_key", 1, lambda p: path_key(str(p)), deterministic=True)
         conn.execute("BEGIN IMMEDIATE")
         for old, new in replaced.items():
             conn.execute("UPDATE OR REPLACE turns SET object = ? WHERE object = ?", (new, old))
@@ -720,7 +720,7 @@ def _clean_sources(
         if files:
             for table in ("turns", "files"):
                 for (p,) in conn.execute(f"SELECT DISTINCT path FROM {table}").fetchall():
-                    if _path_key(str(p)) in files:
+                    if path_key(str(p)) in files:
                         conn.execute(f"DELETE FROM {table} WHERE path = ?", (p,))
         conn.execute("COMMIT")
         conn.execute("VACUUM")
@@ -729,7 +729,7 @@ def _clean_sources(
         conn.close()
 
 
-def _path_key(path: str) -> str:
+def path_key(path: str) -> str:
     return str(blake3.blake3(path.encode("utf-8", "surrogateescape")).hexdigest())[:32]
 
 

@@ -231,6 +231,8 @@ class _Match:
 
 
 _UNANCHORED = re2._Anchor.UNANCHORED
+#: what replaces a secret (histstore.store.redact.marker)
+_MARKER = re.compile(rb"\[REDACTED:[A-Za-z0-9_.-]{1,64}\]")
 
 
 def _found(rx: Any, data: bytes) -> bool:
@@ -339,6 +341,11 @@ def scan(text: bytes, ranks: tuple[int, ...] | None = None) -> list[Finding]:
     found: list[Finding] = []
     for rank in ranks:
         _run(rs, rank, text, found)
+    if found and b"[REDACTED:" in text:
+        # a marker already there is never a secret (``http://[REDACTED:x]@h``
+        # is no user and password): redacting again changes nothing
+        marks = [m.span() for m in _MARKER.finditer(text)]
+        found = [f for f in found if not any(f.start < e and s < f.end for s, e in marks)]
     if len(found) < 2:
         return found
     found.sort()
