@@ -136,6 +136,8 @@ class ImportReport:
     turns_added: int = 0
     turns_revised: int = 0
     turns_unchanged: int = 0
+    #: turns a purge removed, read again: never stored again
+    turns_purged: int = 0
     sessions_added: int = 0
     sessions_updated: int = 0
     sessions_unchanged: int = 0
@@ -166,6 +168,7 @@ class ImportReport:
             "turns_added": self.turns_added,
             "turns_revised": self.turns_revised,
             "turns_unchanged": self.turns_unchanged,
+            "turns_purged": self.turns_purged,
             "sessions_added": self.sessions_added,
             "sessions_updated": self.sessions_updated,
             "sessions_unchanged": self.sessions_unchanged,
@@ -279,6 +282,12 @@ class Importer:
             self.report.problems.append(Problem(where[0], where[1], f"cannot store turn: {e}"))
             return
         object_id = hash_object("turn", payload)
+        if self.store.is_purged(object_id) or (
+            self.store.purged_ids()
+            and any(self.store.is_purged(hash_object(k, d)) for k, d in blobs)
+        ):
+            self.report.turns_purged += 1  # a purge removed it (or a blob of it) for good
+            return
         if isinstance(turn.get("source"), dict):
             self.sources.append((object_id, turn["source"]))
         previous = w.turns.get(tid)
@@ -374,7 +383,12 @@ class Importer:
         store = self.store
         with store.lock():
             changes: list[RefChange] = []
+            purged = store.purged_ids()  # as of now: a purge may have run meanwhile
             for sid, w in self.work.items():
+                gone = [t for t, e in w.turns.items() if e.object in purged]
+                for t in gone:
+                    del w.turns[t]
+                    self.report.turns_purged += 1
                 current = store.session_ref(sid)
                 new = self._final(batch, w, current)
                 if new is None or new == current:

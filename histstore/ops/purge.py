@@ -108,7 +108,10 @@ class Plan:
     time: str = field(default_factory=now_rfc3339)
 
     def entry(self) -> PurgeEntry:
-        return PurgeEntry.make(self.time, self.what, self.target, self.drop, self.replaced)
+        turns = (
+            [t.partition(TURN_SEPARATOR)[2] for t in self.turns] if self.what == "session" else []
+        )
+        return PurgeEntry.make(self.time, self.what, self.target, self.drop, self.replaced, turns)
 
     @property
     def empty(self) -> bool:
@@ -873,6 +876,8 @@ def purged_match(store: Store, ident: str) -> tuple[str, PurgeEntry] | None:
                 return "turn", e
         elif ident == e.target:
             return e.what, e
+        elif e.what == "session" and ident in e.turns:
+            return "turn", e
     low = ident.lower()
     if len(low) >= 4 and all(c in "0123456789abcdef" for c in low):
         for e in store.purges.entries():

@@ -27,7 +27,7 @@ from typing import Any
 
 from histstore.errors import BadInput, NotFound
 from histstore.history.sources import NAME as SOURCES_NAME
-from histstore.ops.purge import Plan, count_kinds, line_key, path_key
+from histstore.ops.purge import Plan, Report, Step, count_kinds, line_key, path_key, purge
 from histstore.store.codec import canonical_json, decode_json
 from histstore.store.kinds import (
     BLOB_FIELDS,
@@ -452,3 +452,13 @@ def redact_planner() -> Callable[[Store, Put], Plan]:
         return plan_rewrite(store, RedactRewrite(redactor), put)
 
     return make
+
+
+def redact_apply(store: Store, *, command: str, step: Step | None = None) -> Report:
+    """``hs redact --apply``: every object redacted again, the old bytes purged;
+    then config.toml says the store's objects carry only this rule set's
+    redaction (``[redact] rulesets``)."""
+    report = purge(store, redact_planner(), command=command, step=step)
+    with store.lock():
+        store.settle_rulesets()
+    return report

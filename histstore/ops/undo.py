@@ -21,6 +21,9 @@ from histstore.store.oplog import Operation, RefChange
 from histstore.store.store import Store
 from histstore.store.upgrading import IdMap
 
+#: the ``extra.kind`` of a purge's operation (histstore.ops.purge.KIND)
+PURGE_KIND = "purge"
+
 
 def find_operation(store: Store, op_id: str | None) -> Operation:
     ops = store.operations()
@@ -44,7 +47,19 @@ def find_operation(store: Store, op_id: str | None) -> Operation:
 def undo(store: Store, op_id: str | None = None, *, command: str = "hs undo") -> Operation:
     target = find_operation(store, op_id)
     inverse = [RefChange(c.ref, c.new, c.old) for c in target.changes]
+    if target.extra.get("kind") == PURGE_KIND:
+        raise BadInput(
+            f"cannot undo {target.op}: it is a purge, and what a purge removed is gone for good",
+            hint="a purge cannot be undone; see hs purge --list",
+        )
     with store.lock():
+        purged = [c.new for c in inverse if c.new and store.is_purged(c.new)]
+        if purged:
+            raise BadInput(
+                f"cannot undo {target.op}: it would bring back {len(purged)} object(s) "
+                "a purge removed for good",
+                hint="see hs purge --list",
+            )
         horizon = store.gc_horizon()
         if horizon and target.time < horizon:
             gone = [c.new for c in inverse if c.new and not store.objects.has(c.new)]

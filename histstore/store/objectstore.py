@@ -312,6 +312,11 @@ class DiskObjectStore(ObjectStore):
 
     def put(self, kind: str, payload: bytes) -> str:
         object_id, frame = self.codec.encode(kind, payload)
+        if self.is_purged is not None and self.is_purged(object_id):
+            raise BadInput(
+                f"object {object_id} holds what a purge removed for good: it is not stored again",
+                hint="see hs purge --list",
+            )
         if not self.freshen(object_id):
             path = self._loose_path(object_id)
             atomic_write(path, frame)

@@ -60,15 +60,20 @@ class PurgeEntry:
     target: str | None
     objects: tuple[str, ...]
     replaced: dict[str, str] = field(default_factory=dict)
+    #: a purged session's turn ids (so ``hs show`` of one can say so)
+    turns: tuple[str, ...] = ()
 
     def body(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "time": self.time,
             "what": self.what,
             "target": self.target,
             "objects": list(self.objects),
             "replaced": dict(sorted(self.replaced.items())),
         }
+        if self.turns:
+            d["turns"] = list(self.turns)
+        return d
 
     def as_json(self) -> dict[str, Any]:
         return {"id": self.id, **self.body()}
@@ -81,9 +86,11 @@ class PurgeEntry:
         target: str | None,
         objects: Iterable[str],
         replaced: dict[str, str] | None = None,
+        turns: Iterable[str] = (),
     ) -> PurgeEntry:
-        e = cls("", time, what, target, tuple(sorted(set(objects))), dict(replaced or {}))
-        return cls(derive_id(e.body()), time, what, target, e.objects, e.replaced)
+        objs, ts = tuple(sorted(set(objects))), tuple(sorted(set(turns)))
+        e = cls("", time, what, target, objs, dict(replaced or {}), ts)
+        return cls(derive_id(e.body()), time, what, target, objs, e.replaced, ts)
 
     @classmethod
     def from_json(cls, d: Any) -> PurgeEntry:
@@ -102,7 +109,10 @@ class PurgeEntry:
             raise ValueError("what or time")
         if target is not None and not isinstance(target, str):
             raise ValueError("target")
-        e = cls(str(d.get("id")), time, what, target, tuple(objects), dict(replaced))
+        turns = d.get("turns") or []
+        if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
+            raise ValueError("turns is not a list of turn ids")
+        e = cls(str(d.get("id")), time, what, target, tuple(objects), dict(replaced), tuple(turns))
         if e.id != derive_id(e.body()):
             raise ValueError(f"entry {e.id} does not match its content")
         return e

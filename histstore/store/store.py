@@ -407,6 +407,20 @@ class Store:
         write_config(self.root, config)
         self.config = config
 
+    def settle_rulesets(self) -> None:
+        """(Lock held.) Every object was redacted again with this hs's rule set
+        (``hs redact --apply``): ``rulesets`` names it alone."""
+        from histstore.store.redact import ruleset_id
+
+        config = read_config(self.root)
+        section = config.setdefault("redact", {})
+        current = ruleset_id()
+        if section.get("ruleset") != current or section.get("rulesets") != [current]:
+            section["ruleset"] = current
+            section["rulesets"] = [current]
+            write_config(self.root, config)
+        self.config = config
+
     def add_rulesets(self, rulesets: list[str]) -> None:
         """(Lock held.) Record that objects redacted with ``rulesets`` arrived
         (a sync brought them)."""
