@@ -884,3 +884,32 @@ def purged_match(store: Store, ident: str) -> tuple[str, PurgeEntry] | None:
             if any(o.startswith(low) for o in e.objects):
                 return "object", e
     return None
+
+
+def receive(store: Store, entries: list[PurgeEntry], *, command: str) -> Report:
+    """Purge entries another store made, completed here (a sync carried them):
+    their objects go, and a target purge also takes what only this store held
+    of the target (recorded as an entry of this store's own)."""
+    was, store.purging = store.purging, True
+    try:
+        with store.lock():
+            extra = []
+            for e in entries:
+                if e.what not in ("session", "turn", "memory"):
+                    continue
+                local = plan_of(store, e.what, e.target)
+                more = local.drop - set(e.objects)
+                if more:
+                    local.drop = more
+                    extra.append(local.entry())
+            pending = {
+                "entries": [e.as_json() for e in [*entries, *extra]],
+                "command": command,
+                "log": {},
+                "torn": {},
+                "files": [],
+            }
+            purging.write_pending(store.root, pending)
+            return run_pending(store, pending)
+    finally:
+        store.purging = was

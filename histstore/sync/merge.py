@@ -46,7 +46,11 @@ def _relate(
         for side in (0, 1):
             nxt = []
             for rev in front[side]:
-                for p in parents_of(rev):
+                try:
+                    parents = parents_of(rev)
+                except NotFound:
+                    parents = []  # a purge removed it: a root here
+                for p in parents:
                     if p not in depth[side]:
                         depth[side][p] = depth[side][rev] + 1
                         nxt.append(p)
@@ -90,7 +94,10 @@ def merge_sessions(objs: Objects, a: str, b: str) -> str:
     if ahead is not None:
         return ahead
     ra, rb = load(a), load(b)
-    rbase = load(base_id) if base_id else None
+    rbase = None
+    if base_id:
+        with contextlib.suppress(NotFound):  # a purge removed it: no base
+            rbase = load(base_id)
     ta = {t.turn_id: t for t in ra.turns}
     tb = {t.turn_id: t for t in rb.turns}
     to = {t.turn_id: t for t in rbase.turns} if rbase else {}
@@ -286,7 +293,11 @@ def merge_memory(objs: Objects, a: str, b: str) -> tuple[str, list[MemoryConflic
     ahead, base = _relate(parents_of, a, b)
     if ahead is not None:
         return ahead, []
-    fa, fb, fo = files(a), files(b), files(base)
+    fa, fb = files(a), files(b)
+    try:
+        fo = files(base)
+    except NotFound:  # a purge removed it: no base
+        fo = {}
     ka = (_when(rev(a).get("time")), a)
     kb = (_when(rev(b).get("time")), b)
     scope = str(rev(a).get("scope"))
