@@ -297,20 +297,28 @@ def _run(rs: _Set, rank: int, text: bytes, out: list[Finding]) -> None:
         else:
             s, e = ms, me
         # resume after the secret (its right boundary may start the next match)
+        at = pos
         pos = e if e > pos else max(me, pos + 1)
         if s < 0 or e <= s:
             continue
         kind = rule.kind
         if rule.gitleaks:
-            if rule.entropy is not None and entropy(text[s:e]) <= rule.entropy:
-                continue
-            if _allowed(rs, rule, text, ms, me, s, e):
-                continue
+            rejected = (
+                rule.entropy is not None and entropy(text[s:e]) <= rule.entropy
+            ) or _allowed(rs, rule, text, ms, me, s, e)
         elif rule.check is not None:
             verdict = rule.check(text, _Match(spans, rule.group_numbers), s, e)
-            if verdict is None:
-                continue
+            rejected = verdict is None
             kind = verdict or kind
+        else:
+            rejected = False
+        if rejected:
+            # what was taken for its secret may start a real one (``key:
+            # password=…``: the name ``key`` with the value ``password=…``
+            # is no secret, ``password=…`` is): look again from there, the
+            # character before it included (a rule's left boundary)
+            pos = s - 1 if s - 1 > at else at + 1
+            continue
         out.append(Finding(s, e, rank, kind))
 
 
