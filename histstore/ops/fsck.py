@@ -11,6 +11,7 @@ refs log, the overlay views) and histstore.recall.check (the index).
 
 from __future__ import annotations
 
+from histstore.ops import gc, purge_run
 from histstore.recall.check import check_index
 from histstore.store.check import Finding, check_purges, check_store, check_views, warning
 from histstore.store.store import Store
@@ -34,14 +35,12 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
 
 def _repair_purges(store: Store) -> list[Finding]:
     """An interrupted purge completed; purged objects stored again removed."""
-    from histstore.ops import purge
-
     out = []
-    if purge.complete_pending(store) is not None:
+    if purge_run.complete_pending(store) is not None:
         out.append(warning("purged", "completed a purge a crash had interrupted"))
     back = {i for i in store.purged_ids() if store.objects.has(i)}
     if back:
         with store.lock():
-            n, _ = purge.gcmod.remove_objects(store, back)
+            n, _ = gc.remove_objects(store, back)
         out.append(warning("purged", f"removed {n} purged object(s) stored again"))
     return out

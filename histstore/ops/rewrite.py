@@ -27,7 +27,8 @@ from typing import Any
 
 from histstore.errors import BadInput, NotFound
 from histstore.history.sources import NAME as SOURCES_NAME
-from histstore.ops.purge import Plan, Report, Step, count_kinds, line_key, path_key, purge
+from histstore.ops.purge import Plan, Report, Step, count_kinds, purge
+from histstore.ops.purge_run import line_key, path_key
 from histstore.store.codec import canonical_json, decode_json
 from histstore.store.kinds import (
     BLOB_FIELDS,
@@ -207,7 +208,7 @@ class RedactRewrite(Rewrite):
         if not raw:
             return self.redactor(text).encode("utf-8")
         lines = text.split("\n")
-        out = []
+        out: list[str] = []
         for ln in lines:
             if not ln:
                 out.append(ln)
@@ -259,8 +260,8 @@ def plan_rewrite(store: Store, rw: Rewrite, put: Put) -> Plan:
             refs = list(blob_refs(value))
             turn_blobs[i] = refs
             raw = value.get("raw")
-            if is_blob_ref(raw, frozenset({"blob", "lines", "size"})):
-                raw_blobs.add(raw["blob"])
+            if isinstance(raw, dict) and is_blob_ref(raw, frozenset({"blob", "lines", "size"})):
+                raw_blobs.add(str(raw["blob"]))
         elif kind == "marker" and isinstance(value, dict):
             marker_parents[i] = [p for p in value.get("parents") or [] if isinstance(p, str)]
         if rw.may_change(payload):
@@ -313,7 +314,7 @@ def _remap_blobs(turn: dict[str, Any], replaced: dict[str, str]) -> None:
         if isinstance(step, dict):
             for f in BLOB_FIELDS:
                 ref = step.get(f)
-                if is_blob_ref(ref) and ref["blob"] in replaced:
+                if isinstance(ref, dict) and is_blob_ref(ref) and ref["blob"] in replaced:
                     step[f] = {**ref, "blob": replaced[ref["blob"]]}
 
 

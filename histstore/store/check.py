@@ -214,8 +214,8 @@ def check_objects(store: Store, *, repair: bool) -> Checked:
     if holes:
         by_purge: dict[str, int] = {}
         for hole, n in holes.items():
-            e = store.purges.of_object(hole)
-            key = f"{e.id} ({e.what}, {e.time})" if e is not None else "?"
+            entry = store.purges.of_object(hole)
+            key = f"{entry.id} ({entry.what}, {entry.time})" if entry is not None else "?"
             by_purge[key] = by_purge.get(key, 0) + n
         for key, n in sorted(by_purge.items()):
             msg = f"{n} reference{'s' if n != 1 else ''} to objects purge {key} removed: accepted"
