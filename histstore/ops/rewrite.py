@@ -419,7 +419,12 @@ def _sources(store: Store, rw: Rewrite, plan: Plan) -> None:
     path = store.root / "local" / SOURCES_NAME
     if not path.exists():
         return
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    # read-only, and as an immutable file when no writer has it open: a
+    # preview leaves no -wal or -shm behind (as histstore.history.sources)
+    wal = path.with_name(path.name + "-wal").exists()
+    conn = sqlite3.connect(
+        path.as_uri() + ("?mode=ro" if wal else "?mode=ro&immutable=1"), uri=True
+    )
     try:
         rows = conn.execute("SELECT path, resume_state FROM files").fetchall()
         rows += conn.execute("SELECT DISTINCT path, '' FROM turns").fetchall()

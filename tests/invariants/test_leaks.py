@@ -80,7 +80,10 @@ def test_no_planted_secret_reaches_a_byte_of_the_store_or_a_view(
     for sid in planted.sessions:
         views.append(("show", sid))
     for t in planted.turns[1:]:
-        views += [("show", t.split("~")[1], "--full"), ("show", t.split("~")[1], "--json", "--full")]
+        views += [
+            ("show", t.split("~")[1], "--full"),
+            ("show", t.split("~")[1], "--json", "--full"),
+        ]
         views.append(("show", t.split("~")[1], "--raw"))
     finder = leaks.Finder([*planted.needles, *oracle])
     leaked: dict[str, set[str]] = {}
