@@ -37,8 +37,9 @@ from histstore.memory.scopes import PREFIX as MEMORY_PREFIX
 from histstore.memory.scopes import Scope, drop_index_lines, parse_target
 from histstore.ops import gc as gcmod
 from histstore.recall.index import RecallIndex
+from histstore.store import packs, upgrading
 from histstore.store import purged as purging
-from histstore.store import upgrading
+from histstore.store.check import reindex
 from histstore.store.clock import now_rfc3339
 from histstore.store.codec import canonical_json
 from histstore.store.fsutil import atomic_write, fsync_dir
@@ -50,6 +51,7 @@ from histstore.store.kinds import (
     ordered,
     parse,
 )
+from histstore.store.objectstore import DiskObjectStore
 from histstore.store.oplog import Operation, RefChange, read_log
 from histstore.store.purged import PurgeEntry
 from histstore.store.store import Store
@@ -333,6 +335,7 @@ def run_pending(store: Store, pending: dict[str, Any], step: Step | None = None)
         report.operation = store.apply(changes, command, extra=extra)
         write_views(store)
         say_step(step, "objects")
+        _orphans(store)
         drop = _present_purged(store)
         report.removed, report.packs_rewritten = gcmod.remove_objects(store, drop, step)
         say_step(step, "local")
@@ -357,6 +360,32 @@ def _present_purged(store: Store) -> set[str]:
             if store.objects.has(i):
                 out.add(i)
     return out
+
+
+def _orphans(store: Store) -> None:
+    """A pack left without its index (a swap killed between the two unlinks
+    that remove it) that holds a purged object: removed when everything
+    else in it is stored elsewhere (it was going), else indexed again from
+    its frames (``hs fsck --repair``'s way) so that its purged objects go
+    with the rest."""
+    objects = store.objects
+    if not isinstance(objects, DiskObjectStore) or not objects.pack_dir.is_dir():
+        return
+    purged = store.purged_ids()
+    for pack in sorted(objects.pack_dir.glob("pack-*.pack")):
+        if pack.with_suffix(".idx").exists():
+            continue
+        try:
+            ids = [raw.hex() for raw, _, _ in packs.walk(pack).records]
+        except (OSError, CorruptObject):
+            continue
+        if not any(i in purged for i in ids):
+            continue
+        if all(i in purged or objects.has(i) for i in ids):
+            pack.unlink()
+            fsync_dir(pack.parent)
+        else:
+            reindex(objects, pack)
 
 
 def complete_pending(store: Store, step: Step | None = None) -> Report | None:
@@ -545,6 +574,10 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+#: no process id is this large (Linux's pid_max is at most 2**22)
+PID_MAX = 1 << 22
+
+
 def _remove_leftovers(store: Store) -> None:
     """Temporary files of writers that died (``.<name>.<pid>.tmp``, an
     unfinished ``tmp-<pid>-….pack``): they may hold what was purged."""
@@ -552,11 +585,12 @@ def _remove_leftovers(store: Store) -> None:
         for name in names:
             pid = None
             if name.startswith(".") and name.endswith(".tmp"):
-                word = name[:-4].rsplit(".", 1)[-1]
-                pid = int(word) if word.isdigit() else None
+                # ``.<name>.<pid>.tmp`` (the owner record's: ``.<pid>.<thread>.tmp``)
+                words = [w for w in name[:-4].split(".") if w.isdigit() and int(w) < PID_MAX]
+                pid = int(words[-1]) if words else None
             elif name.startswith("tmp-") and name.endswith(".pack"):
                 word = name.split("-")[1]
-                pid = int(word) if word.isdigit() else None
+                pid = int(word) if word.isdigit() and int(word) < PID_MAX else None
             if pid is not None and pid != os.getpid() and not _pid_alive(pid):
                 with contextlib.suppress(FileNotFoundError):
                     Path(dirpath, name).unlink()

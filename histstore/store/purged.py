@@ -197,7 +197,8 @@ def read_pending(root: Path) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(data)
-        PurgeEntry.from_json(value["entry"])
+        for e in value["entries"]:
+            PurgeEntry.from_json(e)
     except (ValueError, KeyError, TypeError):
         raise CorruptStore(
             f"{root / PENDING} does not describe a purge", hint="run hs fsck"
