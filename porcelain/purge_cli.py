@@ -141,7 +141,7 @@ def purge(
         if plan.empty:
             _nothing(plan, json_out)
             return
-        if not sys.stdin.isatty():
+        if not _on_terminal():
             if json_out:
                 typer.echo(json.dumps({"dry_run": True, **plan.as_json()}))
             else:
@@ -161,6 +161,10 @@ def purge(
         _nothing(rep.plan, json_out)
         return
     _done(rep, "purged " + _what(rep.plan))
+
+
+def _on_terminal() -> bool:
+    return sys.stdin.isatty()
 
 
 def _nothing(plan: Any, json_out: bool) -> None:

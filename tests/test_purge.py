@@ -9,6 +9,7 @@ import tomllib
 from pathlib import Path
 
 import leaks
+import pytest
 import tomli_w
 from helpers import HS, turn_record, write_turns
 from synctools import snapshot
@@ -84,6 +85,31 @@ def test_without_confirm_a_purge_is_a_preview_that_changes_nothing(
         "hint: repeat the exact id: --confirm gone\n"
     )
     assert snapshot(store_path) == before
+
+
+def test_on_a_terminal_a_purge_shows_what_goes_and_asks_for_the_target(
+    hs: HS, tmp_path: Path, store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from histstore.porcelain import purge_cli
+
+    _store(hs, tmp_path)
+    before = snapshot(store_path)
+    monkeypatch.setattr(purge_cli, "_on_terminal", lambda: True)
+    r = hs("purge", "gone~turn-0004", input="gone~turn-000\n")
+    assert r.exit_code == 2 and "purge" not in r.stdout  # (the runner echoes what was typed)
+    assert r.stderr.startswith("purge turn gone~turn-0004: this cannot be undone\n")
+    assert "type the turn id to purge it for good" in r.stderr
+    assert r.stderr.endswith(
+        "is not turn turn-0004; hint: repeat the exact id: --confirm turn-0004\n"
+    )
+    assert MARK not in r.stderr
+    assert snapshot(store_path) == before
+    r = hs("purge", "gone~turn-0004", input="turn-0004\n")
+    assert r.exit_code == 0, r.stderr
+    assert "\npurged turn gone~turn-0004: 2 objects removed (1 blob, 1 turn)\n" in r.stdout
+    r = hs("purge", "--text", MARK, input="not it\n")
+    assert r.exit_code == 2 and "unconfirmed-target" in r.stderr
+    assert MARK not in r.stderr  # the text is typed hidden, never shown
 
 
 def test_a_purged_session_leaves_no_byte_and_no_trace_but_ids(
