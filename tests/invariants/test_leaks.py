@@ -1,4 +1,4 @@
-"""Invariant 16: no secret byte. One example secret of every rule kind
+"""Invariant 5: no secret byte. One example secret of every rule kind
 (histstore.store.secret_examples) planted in every place a secret turns up in
 real sessions — the prompt, the answer, the thinking, a command a tool ran and
 its output, a file a tool read (its content, and its path under a config

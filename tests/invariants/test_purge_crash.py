@@ -1,4 +1,4 @@
-"""Invariant 17 for hs purge: killed before any one of its write steps (every
+"""Invariant 15 for hs purge: killed before any one of its write steps (every
 rename, unlink and rmdir it makes, each observed, none on a timer), the store
 fsck finds consistent, and the purge either did not happen (nothing of it
 recorded, the content all there) or happened — and then the next command
