@@ -28,7 +28,7 @@ from typing import Any
 from histstore.errors import BadInput, NotFound
 from histstore.history.sources import NAME as SOURCES_NAME
 from histstore.ops.purge import Plan, Report, Step, count_kinds, purge
-from histstore.ops.purge_run import line_key, path_key
+from histstore.ops.purge_files import line_key, path_key
 from histstore.store.codec import canonical_json, decode_json
 from histstore.store.kinds import (
     BLOB_FIELDS,

@@ -285,19 +285,15 @@ def merge_memory(objs: Objects, a: str, b: str) -> tuple[str, list[MemoryConflic
         return [p for p in parents if isinstance(p, str)]
 
     def files(r: str | None) -> dict[str, str]:
-        if r is None:
+        try:  # (a base a purge removed is none)
+            return dict(objs.json(rev(r)["tree"], "memtree").get("files") or {}) if r else {}
+        except NotFound:
             return {}
-        tree = objs.json(rev(r)["tree"], "memtree")
-        return dict(tree.get("files") or {})
 
     ahead, base = _relate(parents_of, a, b)
     if ahead is not None:
         return ahead, []
-    fa, fb = files(a), files(b)
-    try:
-        fo = files(base)
-    except NotFound:  # a purge removed it: no base
-        fo = {}
+    fa, fb, fo = files(a), files(b), files(base)
     ka = (_when(rev(a).get("time")), a)
     kb = (_when(rev(b).get("time")), b)
     scope = str(rev(a).get("scope"))

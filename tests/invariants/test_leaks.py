@@ -79,6 +79,7 @@ def test_no_planted_secret_reaches_a_byte_of_the_store_or_a_view(
         views.append(("memory", "show", target.rsplit("@", 1)[1]))
     for sid in planted.sessions:
         views.append(("show", sid))
+        views.append(("export", "--format", "claude-code", "--session", sid))
     for t in planted.turns[1:]:
         views += [
             ("show", t.split("~")[1], "--full"),
@@ -90,6 +91,8 @@ def test_no_planted_secret_reaches_a_byte_of_the_store_or_a_view(
     for args in views:
         r = hs(*args)
         assert r.exit_code == 0, (args, r.stderr)
+        if args[:3] == ("export", "--format", "claude-code"):
+            assert r.stdout.count('"sessionId"') >= 8  # the session's records, redacted
         found = finder.find((r.stdout + r.stderr).encode())
         if found:
             leaked[" ".join(args)] = found
