@@ -197,10 +197,10 @@ def test_a_session_purge_killed_before_each_write_step(tmp_path: Path) -> None:
             target = purging.resolve(s, "gone", "gone")
         return purging.target_planner(target)
 
-    # every step to the refs' move, then one in three (gc's swap, the local
+    # every step to the refs' move, then one in six (gc's swap, the local
     # files, the index)
     _each_step(
-        tmp_path, "in", make, lambda s: "gone" not in s.session_refs(), dense_to="refs", every=3
+        tmp_path, "in", make, lambda s: "gone" not in s.session_refs(), dense_to="refs", every=6
     )
 
 
@@ -215,6 +215,6 @@ def test_a_text_purge_killed_before_each_write_step(tmp_path: Path) -> None:
         f"in-{MARK}",
         lambda: rewrite.text_planner(MARK),
         gone,
-        dense_to="objects",
-        every=6,
+        dense_to="refs",
+        every=8,
     )
