@@ -73,6 +73,8 @@ def _preview(plan: Any, *, err: bool) -> None:
             "(the text replaced by [REDACTED:purged])",
             err=err,
         )
+    if plan.refs:
+        say(f"  refs it moves or removes: {plan.refs}", err=err)
     _ids("sessions", plan.sessions, err)
     _ids("turns", plan.turns, err)
     _ids("memory notes", plan.notes, err)

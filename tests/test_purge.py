@@ -66,6 +66,7 @@ def test_without_confirm_a_purge_is_a_preview_that_changes_nothing(
         "  what it removes is gone from this store for good, and from every store it syncs "
         "with (hs sync carries the purge)",
         "  it removes 8 objects: 3 blobs, 1 marker, 1 session revision, 3 turns",
+        "  refs it moves or removes: 2",
         "  sessions: gone",
         "  turns: gone~turn-0004, gone~turn-0005, gone~turn-0006",
         "nothing was removed: to purge, run again with --confirm repeating the target",

@@ -50,6 +50,7 @@ from histstore.ops.purge_run import (
     Report,
     Step,
     commit,
+    head_changes,
     inner_ref,
     run_pending,
     say_step,
@@ -212,6 +213,8 @@ def _finish(
     drop = candidates - kept
     plan = Plan(what, target, drop)
     count_kinds(store, plan)
+    # the refs it would move or delete (new revisions only hashed, not written)
+    plan.refs = len(head_changes(store, [plan.entry()], put=hash_object))
     return plan
 
 
