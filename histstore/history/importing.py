@@ -210,6 +210,8 @@ class Importer:
         self.sources: list[tuple[str, dict[str, Any]]] = []
         # session -> turn id -> object id, as the store had it (for the report)
         self._known: OrderedDict[str, dict[str, str]] = OrderedDict()
+        #: what purges removed, as the import began (read again under the lock)
+        self._purged = store.purged_ids()
 
     def _known_turns(self, session_id: str) -> dict[str, str]:
         known = self._known.get(session_id)
@@ -282,10 +284,8 @@ class Importer:
             self.report.problems.append(Problem(where[0], where[1], f"cannot store turn: {e}"))
             return
         object_id = hash_object("turn", payload)
-        if self.store.is_purged(object_id) or (
-            self.store.purged_ids()
-            and any(self.store.is_purged(hash_object(k, d)) for k, d in blobs)
-        ):
+        purged = self._purged
+        if object_id in purged or (purged and any(hash_object(k, d) in purged for k, d in blobs)):
             self.report.turns_purged += 1  # a purge removed it (or a blob of it) for good
             return
         if isinstance(turn.get("source"), dict):
