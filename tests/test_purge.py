@@ -365,3 +365,53 @@ def test_sync_carries_a_purge_and_never_brings_it_back(
     assert _scan(remote, MARK) == {}
     r = hs("-C", str(remote), "fsck")
     assert (r.exit_code, r.stderr) == (0, "")
+
+
+def test_sync_carries_a_note_purge_and_both_stores_merge_without_it(tmp_path: Path) -> None:
+    """The other store wrote the note again on its own (and a note of its
+    own): each completes the other's purge, the merge of the two memory
+    revisions reads a base whose index a purge removed as none, and neither
+    store keeps a byte of the note."""
+    from synctools import memory_files, write_memory
+
+    from histstore.ops import purge
+    from histstore.ops.fsck import fsck
+    from histstore.sync.engine import sync, synced_refs
+
+    a, _ = Store.init(tmp_path / "a")
+    b, _ = Store.init(tmp_path / "b")
+    index = f"- [D](reference_d.md) — has {MARK}\n- [O](reference_o.md) — other\n"
+    write_memory(
+        a,
+        "system",
+        {
+            "MEMORY.md": index.encode(),
+            "reference_d.md": f"{MARK}\n".encode(),
+            "reference_o.md": b"o\n",
+        },
+    )
+    sync(a, b, "b")
+    files = {
+        "MEMORY.md": (index + "- [N](reference_n.md) — new\n").encode(),
+        "reference_d.md": f"{MARK} again\n".encode(),
+        "reference_o.md": b"o\n",
+        "reference_n.md": b"n\n",
+    }
+    write_memory(b, "system", files, time="2026-03-02T10:00:00.000Z")
+    target = "memory@system@reference@d"
+    t = purge.resolve(a, target, target)
+    purge.purge(a, purge.target_planner(t), command="hs purge")
+    r = sync(a, b, "b")
+    assert (r.purges_sent, r.purges_received) == (1, 1)  # b's own versions, back to a
+    for s in (a, b):
+        assert sorted(memory_files(s, "system")) == [
+            "MEMORY.md",
+            "reference_n.md",
+            "reference_o.md",
+        ]
+        assert [f for f in fsck(s) if f.severity == "error"] == []
+        assert _scan(s.root, MARK) == {}
+    assert synced_refs(a) == synced_refs(b)
+    assert memory_files(a, "system")["MEMORY.md"] == (
+        "- [O](reference_o.md) — other\n- [N](reference_n.md) — new\n".encode()
+    )

@@ -251,7 +251,12 @@ def _merge_index(
     def data(blob: str | None) -> bytes | None:  # None: no index on that side
         if blob is None:
             return None
-        kind, payload = objs.get(blob)
+        try:
+            kind, payload = objs.get(blob)
+        except NotFound:
+            if blob == base:
+                return None  # a base version a purge removed: none
+            raise
         return payload if kind == "blob" else b"\0"
 
     merged = merge_index(name, data(won), data(lost), data(base), keep=keep, gone=gone)
