@@ -85,6 +85,8 @@ def _preview(plan: Any, *, err: bool) -> None:
             f"  source files forgotten (the next import reads them again): {len(plan.files)}",
             err=err,
         )
+    if plan.capture:
+        say(f"  capture records rewritten or removed: {len(plan.capture)}", err=err)
 
 
 def purge(

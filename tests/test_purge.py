@@ -415,3 +415,39 @@ def test_sync_carries_a_note_purge_and_both_stores_merge_without_it(tmp_path: Pa
     assert memory_files(a, "system")["MEMORY.md"] == (
         "- [O](reference_o.md) — other\n- [N](reference_n.md) — new\n".encode()
     )
+
+
+def test_a_purge_takes_what_the_capture_records_hold_of_it(
+    hs: HS, tmp_path: Path, store_path: Path
+) -> None:
+    """A hook's payload waits in the capture spool as it came (docs/format.md,
+    "Capture records"): a session purge removes the session's payloads, its
+    last-run records and failure lines; a text purge rewrites every record
+    holding the text. The other sessions' records stay."""
+    from histstore.capture.journal import Journal
+
+    _store(hs, tmp_path)
+    journal = Journal.of_store(store_path)
+
+    def payload(session: str, text: str) -> str:
+        return json.dumps({"session_id": session, "last_assistant_message": text})
+
+    journal.spool("claude-code", payload("gone", f"the answer holds {MARK}"))
+    journal.spool("claude-code", payload("keep", "nothing here"))
+    journal.ran("claude-code", "Stop", {"session": "gone", "message": "ok", "result": "recorded"})
+    journal.failure("claude-code", "Stop", "could not read", session="gone")
+    journal.failure("claude-code", "Stop", "could not read", session="keep")
+    assert _scan(store_path, MARK)
+    r = hs("purge", "gone")
+    assert r.exit_code == 0 and "  capture records rewritten or removed: 3" in r.stdout
+    _ok(hs("purge", "gone", "--confirm", "gone"))
+    assert _scan(store_path, MARK) == {}
+    assert [json.loads(e.text)["session_id"] for e in journal.spooled()] == ["keep"]
+    assert [f.get("session") for f in journal.failures()] == ["keep"]
+    assert journal.last_runs() == []
+    # a text purge rewrites the records that hold the text, and keeps them
+    journal.spool("claude-code", payload("keep", f"now {MARK} here"))
+    _ok(hs("purge", "--text", MARK, "--confirm", MARK))
+    assert _scan(store_path, MARK) == {}
+    texts = sorted(json.loads(e.text)["last_assistant_message"] for e in journal.spooled())
+    assert texts == ["nothing here", "now [REDACTED:purged] here"]

@@ -8,6 +8,7 @@ crash does it again safely.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -192,3 +193,80 @@ def _remove_leftovers(store: Store) -> None:
             if pid is not None and pid != os.getpid() and not _pid_alive(pid):
                 with contextlib.suppress(FileNotFoundError):
                     Path(dirpath, name).unlink()
+
+
+# ------------------------------------------------------------------ capture records
+
+#: the capture records of a store (histstore.capture.journal.DIR, docs/format.md
+#: "Capture records"): read here as files, capture being a layer above ops
+CAPTURE = Path("local") / "capture"
+
+
+def capture_files(store: Store) -> dict[str, bytes]:
+    """Every capture record file, path below ``local/capture/`` -> its bytes."""
+    root = store.root / CAPTURE
+    out: dict[str, bytes] = {}
+    if root.is_dir():
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and not path.name.startswith("."):
+                with contextlib.suppress(OSError):
+                    out[path.relative_to(root).as_posix()] = path.read_bytes()
+    return out
+
+
+def capture_key(data: bytes) -> str:
+    return str(blake3.blake3(data).hexdigest())[:32]
+
+
+def session_edits(store: Store, session: str) -> dict[str, list[str | None]]:
+    """The capture records of a session: its payloads waiting in the spool
+    (the next capture or import reads its transcript again), its last-run
+    records and its failures, removed."""
+    edits: dict[str, list[str | None]] = {}
+    for rel, data in capture_files(store).items():
+        text = data.decode("utf-8", "replace")
+        if rel.endswith(".jsonl") or ".jsonl." in rel:
+            kept = [ln for ln in text.splitlines(keepends=True) if not _names(ln, session)]
+            if len(kept) != len(text.splitlines()):
+                edits[rel] = [capture_key(data), "".join(kept)]
+        elif _names(text, session):
+            edits[rel] = [capture_key(data), None]
+    return edits
+
+
+def _names(text: str, session: str) -> bool:
+    """Whether a capture record (or the payload a spool entry holds) is of
+    ``session``."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return False
+    if not isinstance(obj, dict):
+        return False
+    if obj.get("session") == session or obj.get("session_id") == session:
+        return True
+    inner = obj.get("text")
+    if isinstance(inner, str):
+        with contextlib.suppress(ValueError):
+            payload = json.loads(inner)
+            return isinstance(payload, dict) and payload.get("session_id") == session
+    return False
+
+
+def clean_capture(store: Store, edits: dict[str, list[str | None]]) -> None:
+    """Each capture record planned to change: rewritten (atomic write path) or
+    removed, when it still holds the bytes it was planned from."""
+    root = store.root / CAPTURE
+    for rel, (old, new) in sorted(edits.items()):
+        path = root / rel
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            continue
+        if capture_key(data) != old:
+            continue  # changed since (applied, rewritten): not what was planned
+        if new is None:
+            path.unlink()
+            fsync_dir(path.parent)
+        else:
+            atomic_write(path, new.encode("utf-8"))

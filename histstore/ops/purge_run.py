@@ -29,7 +29,7 @@ from histstore.memory.revisions import load_revision
 from histstore.memory.scopes import PREFIX as MEMORY_PREFIX
 from histstore.memory.scopes import Scope, drop_index_lines, parse_target
 from histstore.ops import gc as gcmod
-from histstore.ops.purge_files import clean_local, rewrite_log
+from histstore.ops.purge_files import clean_capture, clean_local, rewrite_log
 from histstore.recall.index import RecallIndex
 from histstore.store import packs
 from histstore.store import purged as purging
@@ -76,6 +76,9 @@ class Plan:
     torn: dict[str, str] = field(default_factory=dict)
     #: local source-table files to forget: blake3 of each path
     files: list[str] = field(default_factory=list)
+    #: capture records (``local/capture/``) to rewrite or remove: path below
+    #: it -> [blake3 of the bytes planned from, the new text or None]
+    capture: dict[str, list[str | None]] = field(default_factory=dict)
     #: redaction findings by secret kind (hs redact)
     findings: dict[str, int] = field(default_factory=dict)
     refs: int = 0  # refs that move or go
@@ -89,7 +92,7 @@ class Plan:
 
     @property
     def empty(self) -> bool:
-        return not self.drop and not self.replaced and not self.log and not self.torn
+        return not (self.drop or self.replaced or self.log or self.torn or self.capture)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -104,6 +107,7 @@ class Plan:
             "refs": self.refs,
             "log_entries": len(self.log) + len(self.torn),
             "source_files": len(self.files),
+            "capture_records": len(self.capture),
             "findings": dict(sorted(self.findings.items())),
         }
 
@@ -304,6 +308,7 @@ def commit(
         "log": plan.log,
         "torn": plan.torn,
         "files": sorted(plan.files),
+        "capture": plan.capture,
     }
     purging.write_pending(store.root, pending)
     return pending
@@ -334,6 +339,7 @@ def run_pending(store: Store, pending: dict[str, Any], step: Step | None = None)
         report.removed, report.packs_rewritten = gcmod.remove_objects(store, drop, step)
         say_step(step, "local")
         clean_local(store, drop, entries, set(pending.get("files") or []))
+        clean_capture(store, pending.get("capture") or {})
         say_step(step, "index")
         report.index = forget_in_index(store)
         say_step(step, "memory")

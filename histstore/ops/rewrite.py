@@ -28,7 +28,7 @@ from typing import Any
 from histstore.errors import BadInput, NotFound
 from histstore.history.sources import NAME as SOURCES_NAME
 from histstore.ops.purge import Plan, Report, Step, count_kinds, purge
-from histstore.ops.purge_files import line_key, path_key
+from histstore.ops.purge_files import capture_files, capture_key, line_key, path_key
 from histstore.store.codec import canonical_json, decode_json
 from histstore.store.kinds import (
     BLOB_FIELDS,
@@ -302,6 +302,7 @@ def plan_rewrite(store: Store, rw: Rewrite, put: Put) -> Plan:
     _heads(store, rw, plan, put)
     _log(store, rw, plan)
     _sources(store, rw, plan)
+    _capture(store, rw, plan)
     count_kinds(store, plan)
     return plan
 
@@ -438,6 +439,22 @@ def _sources(store: Store, rw: Rewrite, plan: Plan) -> None:
         if rw.string(p) != p or (state and rw.string(state) != state):
             keys.add(path_key(p))
     plan.files = sorted(keys)
+
+
+def _capture(store: Store, rw: Rewrite, plan: Plan) -> None:
+    """Capture records (a payload waiting in the spool is the hook's text as
+    it came) holding the text, or a secret now: rewritten."""
+    for rel, data in capture_files(store).items():
+        if not rw.may_change(data):
+            continue
+        if isinstance(rw, TextRewrite):
+            new = rw.blob(data, False)
+        else:
+            text = data.decode("utf-8", "replace")
+            lines = text.splitlines(keepends=True) if rel.endswith(".jsonl") else [text]
+            new = "".join(rw.string(ln) for ln in lines).encode("utf-8")
+        if new != data:
+            plan.capture[rel] = [capture_key(data), new.decode("utf-8", "replace")]
 
 
 def text_planner(text: str) -> Callable[[Store, Put], Plan]:
