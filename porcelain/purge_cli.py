@@ -108,7 +108,10 @@ def purge(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Remove a session, a turn, a memory note or a text for good (irreversible)."""
+    """Remove a session, a turn, a memory note or a text for good (irreversible).
+
+    Example: hs purge 5f0c1e7a --confirm 5f0c1e7a-3b2d-4c8e-9a61-0d2f4b6c8e10
+    """
     from histstore.ops import purge as purging
     from histstore.ops import rewrite
 
@@ -219,7 +222,10 @@ def redact(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Redact everything stored again with the current rules and [redact] patterns."""
+    """Redact everything stored again with the current rules and [redact] patterns.
+
+    Example: hs redact --apply
+    """
     from histstore.ops import purge as purging
     from histstore.ops import rewrite
 
