@@ -23,6 +23,7 @@ from histstore.errors import HistError
 from histstore.plumbing import term
 from histstore.plumbing.report import error_lines, internal_line, os_error_line
 from histstore.store.config import default_store_path
+from histstore.store.purged import PENDING as PURGE_PENDING
 from histstore.store.store import Store
 
 
@@ -263,6 +264,11 @@ def open_store(ctx: typer.Context) -> Store:
     store.notify = lambda message: stderr_line(f"hs: {message}")
     store.break_lock = bool((ctx.find_root().obj or {}).get("break_lock"))
     ctx.call_on_close(store.close)
+    if (store.root / PURGE_PENDING).exists():
+        # a purge a crash interrupted: the next command completes it first
+        from histstore.ops.purge_run import complete_pending
+
+        complete_pending(store)
     return store
 
 

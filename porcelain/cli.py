@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer._types import TyperChoice
 
-from histstore.errors import BadInput
+from histstore.errors import BadInput, NotFound
 from histstore.plumbing import term
 from histstore.plumbing.cli import app as plumbing_app
 from histstore.plumbing.common import command_line, new_app, open_store, store_path
@@ -21,6 +21,7 @@ from histstore.porcelain.capture_cli import register as register_capture_command
 from histstore.porcelain.maint_cli import register as register_maint_commands
 from histstore.porcelain.mcp_cli import app as mcp_app
 from histstore.porcelain.memory_cli import app as memory_app
+from histstore.porcelain.purge_cli import register as register_purge_commands
 from histstore.porcelain.render import field, say, size_text, when
 from histstore.porcelain.restore_cli import register as register_restore_commands
 from histstore.porcelain.sync_cli import register as register_sync_commands
@@ -163,7 +164,8 @@ def _print_report(rep: ImportReport, verb: str = "imported") -> None:
         files,
         f"sessions: {rep.sessions_added} added, {rep.sessions_updated} updated",
         f"turns: {rep.turns_added} added, {rep.turns_revised} revised, "
-        f"{rep.turns_unchanged} unchanged",
+        f"{rep.turns_unchanged} unchanged"
+        + (f", {rep.turns_purged} purged (not stored again)" if rep.turns_purged else ""),
     ]
     say("; ".join(parts))
     if rep.operation is None:
@@ -581,7 +583,12 @@ def show(
     from histstore.overlay import reads
 
     store = open_store(ctx)
-    r = reads.show(store, ident, show_all=all_)
+    try:
+        r = reads.show(store, ident, show_all=all_)
+    except NotFound:
+        if not _show_purged(store, ident, json_out):
+            raise
+        return
     if r.old_id:
         say(f"hs: {r.old_id[:12]} is a format-1 id; it is {r.id[:12]} now", err=True)
     if r.kind == "turn":
@@ -590,6 +597,23 @@ def show(
         _show_session(r, json_out=json_out)
     else:
         _show_object(r, json_out=json_out)
+
+
+def _show_purged(store: Any, ident: str, json_out: bool) -> bool:
+    """What a purge removed that ``ident`` names: said so (exit 0, as a
+    forgotten turn is), or False when a purge removed nothing of that name."""
+    from histstore.ops.purge import purged_match
+
+    hit = purged_match(store, ident)
+    if hit is None:
+        return False
+    what, e = hit
+    if json_out:
+        purged = {"what": what, "purge": e.id, "time": e.time}
+        typer.echo(json.dumps({"id": ident, "purged": purged}, ensure_ascii=False))
+    else:
+        say(f"{what} {field(ident)}\n\n    purged ({e.time}, purge {e.id}): its content is gone")
+    return True
 
 
 def _show_turn(store: Any, r: Any, *, full: bool, raw: bool, json_out: bool) -> None:
@@ -1254,6 +1278,7 @@ register_sync_commands(app)  # hs remote, push, pull, sync (porcelain/sync_cli.p
 register_maint_commands(app)  # hs gc, hs upgrade (porcelain/maint_cli.py)
 register_restore_commands(app)  # hs restore (porcelain/restore_cli.py)
 register_capture_commands(app)  # hs capture, hs hooks, hs watch (porcelain/capture_cli.py)
+register_purge_commands(app)  # hs purge, hs redact (porcelain/purge_cli.py)
 
 
 def main() -> None:

@@ -96,6 +96,11 @@ def _print_report(rep: SyncReport) -> None:
             f"receive {_plural(rep.received.objects, 'object')} ({size_text(rep.received.bytes)})"
             + (f", make {_plural(rep.made, 'merge object')}" if rep.made else "")
         )
+        if rep.purges_sent or rep.purges_received:
+            say(
+                f"  would carry purges: {rep.purges_sent} to the remote, "
+                f"{rep.purges_received} from it (each completed where it arrives)"
+            )
         _print_changes("remote", rep.remote_changes, "would move")
         _print_changes("local", rep.local_changes, "would move")
         if rep.merged:
@@ -113,6 +118,11 @@ def _print_report(rep: SyncReport) -> None:
         f"{verb} {where}: sent {_plural(rep.sent.objects, 'object')} ({size_text(rep.sent.bytes)}), "
         f"received {_plural(rep.received.objects, 'object')} ({size_text(rep.received.bytes)})"
     )
+    if rep.purges_sent or rep.purges_received:
+        say(
+            f"  purges: {rep.purges_sent} carried to the remote, {rep.purges_received} "
+            "from it, each completed where it arrived"
+        )
     if rep.remote_operation:
         say(
             f"  remote: {_plural(len(rep.remote_changes), 'ref')} moved "

@@ -338,6 +338,7 @@ LONG_PIECES = {
     "histstore/history/importers/codex/turn.py:record",
     "histstore/history/importers/claude_turn.py",
     "histstore/history/importers/claude_code.py:parse_file",
+    "histstore/history/importing.py",
     "histstore/memory/writes.py:apply_write",
     "histstore/sync/engine.py:sync",
 }

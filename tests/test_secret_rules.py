@@ -22,6 +22,10 @@ MARKER = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
 PINNED = {
     "1+gitleaks-v8.30.0-27": "dda9b22e5024b8423a14d7c3124657b3dd3a44ad0864e37c1eacae2b1411dac9",
     "2+gitleaks-v8.30.0-27": "3b908dd438230ba33cfeb039edf7e95ae108b85ad8e4b10970c914cfb4a49cae",
+    # 3: a marker is never taken for a secret; curl-auth-user finds every secret of a
+    # line; azure-ad-client-secret is found in a path; a rejected match is looked
+    # at again from its value
+    "3+gitleaks-v8.30.0-27": "e6d47fe336904faa19d320cc3b7f124e3977240cbbd817cd00b7c857df30b0fe",
 }
 
 
@@ -189,3 +193,20 @@ def test_a_rule_whose_groups_label_parts_redacts_its_whole_match() -> None:
     )
     assert DEFAULT(f"token {b64} end") == "token [REDACTED:jwt-base64] end"
     assert DEFAULT(f"post to {hook}") == "post to [REDACTED:microsoft-teams-webhook]"
+
+
+def test_redacting_again_changes_nothing() -> None:
+    """Every example secret, several times over in one JSON line and in plain
+    text: redacted once, it is what redacting it again gives (``hs redact
+    --apply`` rewrites nothing on a store the same rules wrote). A marker is
+    never taken for a secret (``http://[REDACTED:x]@host`` has no password),
+    and curl-auth-user, whose match starts with a context, finds every secret
+    of a line (greedy, it found only the last)."""
+    from histstore.store.secret_examples import examples
+
+    for kind, ex in sorted(examples().items()):
+        line = json.dumps({"a": ex.text, "b": [ex.text, "x " + ex.text], "c": {"d": ex.text}})
+        for text in (line, f"{ex.text}\n{ex.text} and {ex.text}"):
+            once = DEFAULT(text)
+            assert ex.secret not in once, kind
+            assert DEFAULT(once) == once, kind

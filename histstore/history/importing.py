@@ -136,6 +136,8 @@ class ImportReport:
     turns_added: int = 0
     turns_revised: int = 0
     turns_unchanged: int = 0
+    #: turns a purge removed, read again: never stored again
+    turns_purged: int = 0
     sessions_added: int = 0
     sessions_updated: int = 0
     sessions_unchanged: int = 0
@@ -166,6 +168,7 @@ class ImportReport:
             "turns_added": self.turns_added,
             "turns_revised": self.turns_revised,
             "turns_unchanged": self.turns_unchanged,
+            "turns_purged": self.turns_purged,
             "sessions_added": self.sessions_added,
             "sessions_updated": self.sessions_updated,
             "sessions_unchanged": self.sessions_unchanged,
@@ -207,6 +210,8 @@ class Importer:
         self.sources: list[tuple[str, dict[str, Any]]] = []
         # session -> turn id -> object id, as the store had it (for the report)
         self._known: OrderedDict[str, dict[str, str]] = OrderedDict()
+        #: what purges removed, as the import began (read again under the lock)
+        self._purged = store.purged_ids()
 
     def _known_turns(self, session_id: str) -> dict[str, str]:
         known = self._known.get(session_id)
@@ -279,6 +284,10 @@ class Importer:
             self.report.problems.append(Problem(where[0], where[1], f"cannot store turn: {e}"))
             return
         object_id = hash_object("turn", payload)
+        purged = self._purged
+        if object_id in purged or (purged and any(hash_object(k, d) in purged for k, d in blobs)):
+            self.report.turns_purged += 1  # a purge removed it (or a blob of it) for good
+            return
         if isinstance(turn.get("source"), dict):
             self.sources.append((object_id, turn["source"]))
         previous = w.turns.get(tid)
@@ -374,7 +383,12 @@ class Importer:
         store = self.store
         with store.lock():
             changes: list[RefChange] = []
+            purged = store.purged_ids()  # as of now: a purge may have run meanwhile
             for sid, w in self.work.items():
+                gone = [t for t, e in w.turns.items() if e.object in purged]
+                for t in gone:
+                    del w.turns[t]
+                    self.report.turns_purged += 1
                 current = store.session_ref(sid)
                 new = self._final(batch, w, current)
                 if new is None or new == current:

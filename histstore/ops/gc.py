@@ -168,16 +168,24 @@ def roots(store: Store, settings: Settings, now: datetime) -> set[str]:
     return out
 
 
-def mark(store: Store, start: Iterable[str], progress: Progress | None = None) -> set[str]:
+def mark(
+    store: Store,
+    start: Iterable[str],
+    progress: Progress | None = None,
+    *,
+    skip: Iterable[str] = (),
+) -> set[str]:
     """Every id reachable from ``start``: each object read and parsed once
     (blobs, which name nothing, are never read). An object that cannot be read
     stops gc: what it names is unknown, so nothing may go."""
     seen: set[str] = set()
-    todo = [i for i in start if is_object_id(i)]
+    # a purged id is a hole: what names it stays, it is never read (hs purge)
+    purged = store.purged_ids() | set(skip)
+    todo = [i for i in start if is_object_id(i) and i not in purged]
     kinds: dict[str, str | None] = dict.fromkeys(todo)
     while todo:
         object_id = todo.pop()
-        if object_id in seen:
+        if object_id in seen or object_id in purged:
             continue
         seen.add(object_id)
         if kinds.get(object_id) == "blob":
@@ -191,7 +199,7 @@ def mark(store: Store, start: Iterable[str], progress: Progress | None = None) -
         except CorruptObject as e:
             raise _unreadable(object_id, e.reason) from None
         for ref in obj.refs():
-            if ref.id not in seen:
+            if ref.id not in seen and ref.id not in purged:
                 kinds[ref.id] = ref.kind
                 todo.append(ref.id)
         if progress is not None and len(seen) % 5000 == 0:
@@ -253,6 +261,7 @@ def plan(
     made: float,
     full: bool,
     prune: bool,
+    purged: frozenset[str] = frozenset(),
 ) -> Plan:
     """Which packs to rewrite and what the new pack keeps: whatever is
     reachable or in a file touched after ``threshold`` (or everything, when
@@ -266,6 +275,8 @@ def plan(
         return m is None or m > threshold
 
     def wanted(object_id: str, fresh_file: bool) -> bool:
+        if prune and object_id in purged:
+            return False  # written again after its purge (a racing import): it goes
         return not prune or object_id in reachable or fresh_file
 
     kept: list[Pack] = []
@@ -357,7 +368,15 @@ def gc(
             fresh = _fresh_objects(objects, threshold)
             reachable = mark(store, roots(store, settings, now) | fresh, progress)
             report.reachable = len(reachable)
-        p = plan(objects, reachable, threshold=threshold, made=made, full=full, prune=prune)
+        p = plan(
+            objects,
+            reachable,
+            threshold=threshold,
+            made=made,
+            full=full,
+            prune=prune,
+            purged=store.purged_ids(),
+        )
         report.pruned = p.drop
         report.loose_packed = sum(1 for i in p.loose if i in p.keep)
         report.packs_rewritten = len(p.rewrite)
@@ -426,7 +445,12 @@ def _swap(
     report: GcReport,
     step: Callable[[str], None] | None,
     progress: Progress | None,
+    *,
+    force: bool = False,
 ) -> None:
+    """The new pack and the multi-pack index durable, then what they replace
+    removed. ``force`` (hs purge): nothing replaced is spared for having been
+    freshened since the plan — what a purge removes must go."""
     total = len(p.keep)
     done = 0
 
@@ -447,7 +471,7 @@ def _swap(
         if written is not None and old.name == written.name:
             continue  # the rewrite gave the same pack back
         m = _mtime(old.pack_path)
-        if old.name in p.dropped_from and m is not None and m > p.made:
+        if not force and old.name in p.dropped_from and m is not None and m > p.made:
             # freshened since the plan: a writer may be about to name an
             # object only this pack holds
             report.kept_fresh.append(old.pack_path.name)
@@ -458,7 +482,7 @@ def _swap(
     gone = []
     for i in p.loose:
         m = _mtime(objects._loose_path(i))
-        if m is not None and m > p.made and i not in p.keep:
+        if not force and m is not None and m > p.made and i not in p.keep:
             report.kept_fresh.append(i)
             continue
         gone.append(i)
@@ -467,6 +491,36 @@ def _swap(
             step("remove-loose")
         repack.remove_loose(objects, gone)
     objects._scan_packs()
+
+
+def remove_objects(
+    store: Store, drop: set[str], step: Callable[[str], None] | None = None
+) -> tuple[int, int]:
+    """Every object of ``drop`` out of the store's files (``hs purge``), by
+    gc's swap: each pack holding one is rewritten without it (its other
+    objects, reachable or not, into one new pack with a dictionary trained on
+    them), the multi-pack index rewritten, then the old packs and each loose
+    copy removed, in gc's order. Unlike gc nothing is spared for having been
+    freshened. Lock held. Returns (objects removed, packs rewritten)."""
+    objects = store.objects
+    if not isinstance(objects, DiskObjectStore) or not drop:
+        return 0, 0
+    raws = [bytes.fromhex(i) for i in sorted(drop)]
+    packs = objects.packs()
+    rewrite = [p for p in packs if any(p.has(r) for r in raws)]
+    kept = [p for p in packs if p not in rewrite]
+    loose = [i for i in sorted(drop) if objects._loose_path(i).exists()]
+    keep: set[str] = set()
+    gone: set[str] = set(loose)
+    for p in rewrite:
+        for i in p.ids():
+            (gone if i in drop else keep).add(i)
+    if not rewrite and not loose:
+        return 0, 0
+    names = {p.name for p in rewrite}
+    pl = Plan(rewrite, kept, loose, keep, len(gone), time.time(), names)
+    _swap(store, objects, pl, GcReport(dry_run=False), step, None, force=True)
+    return len(gone), len(rewrite)
 
 
 def _dir_bytes(path: Path) -> int:

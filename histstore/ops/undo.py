@@ -22,6 +22,9 @@ from histstore.store.oplog import Operation, RefChange
 from histstore.store.store import Store
 from histstore.store.upgrading import IdMap
 
+#: the ``extra.kind`` of a purge's operation (histstore.ops.purge.KIND)
+PURGE_KIND = "purge"
+
 
 def find_operation(store: Store, op_id: str | None) -> Operation:
     ops = store.operations()
@@ -42,10 +45,29 @@ def find_operation(store: Store, op_id: str | None) -> Operation:
     return found[0]
 
 
+def _refuse_purged(store: Store, target: Operation, inverse: list[RefChange]) -> None:
+    """A purge cannot be undone, nor anything whose undo would bring back
+    what a purge removed (histstore.ops.purge)."""
+    if target.extra.get("kind") == PURGE_KIND:
+        raise BadInput(
+            f"cannot undo {target.op}: it is a purge, and what a purge removed is gone for good",
+            hint="a purge cannot be undone; see hs purge --list",
+        )
+    purged = [c.new for c in inverse if c.new and store.is_purged(c.new)]
+    if purged:
+        raise BadInput(
+            f"cannot undo {target.op}: it would bring back {len(purged)} object(s) "
+            "a purge removed for good",
+            hint="see hs purge --list",
+        )
+
+
 def undo(store: Store, op_id: str | None = None, *, command: str = "hs undo") -> Operation:
     target = find_operation(store, op_id)
     inverse = [RefChange(c.ref, c.new, c.old) for c in target.changes]
+    _refuse_purged(store, target, inverse)
     with store.lock():
+        _refuse_purged(store, target, inverse)  # (a purge may have run meanwhile)
         horizon = store.gc_horizon()
         if horizon and target.time < horizon:
             gone = [c.new for c in inverse if c.new and not store.objects.has(c.new)]

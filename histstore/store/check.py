@@ -18,6 +18,7 @@ from typing import Any
 
 from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError
 from histstore.store import packs, repack, upgrading
+from histstore.store import purged as purging
 from histstore.store.codec import is_object_id
 from histstore.store.fsutil import atomic_write, fsync_dir
 from histstore.store.kinds import MemRev, Ref, SessionRev, parse
@@ -188,6 +189,7 @@ def check_objects(store: Store, *, repair: bool) -> Checked:
     if isinstance(objects, DiskObjectStore):
         done.findings += check_packs(objects, repair=repair)
     wanted: list[tuple[str, Ref]] = []
+    purged = _purged(store)
     for object_id in objects.iter_ids():
         try:
             kind, payload = objects.get(object_id)
@@ -197,16 +199,62 @@ def check_objects(store: Store, *, repair: bool) -> Checked:
             continue
         done.kinds[object_id] = kind
         wanted += [(object_id, r) for r in obj.refs()]
+    holes: dict[str, int] = {}
     for object_id, ref in wanted:
         have = done.kinds.get(ref.id)
         what = done.kinds[object_id]
-        if have is None:
+        if have is None and ref.id in purged:
+            holes[ref.id] = holes.get(ref.id, 0) + 1  # a purge removed it: accepted
+        elif have is None:
             msg = f"{what} refers to missing {ref.kind} {ref.id}"
             done.findings.append(error("reachability", msg, object_id))
         elif have != ref.kind:
             msg = f"{what} refers to {ref.id}, a {have} not a {ref.kind}"
             done.findings.append(error("reachability", msg, object_id))
+    if holes:
+        by_purge: dict[str, int] = {}
+        for hole, n in holes.items():
+            entry = store.purges.of_object(hole)
+            key = f"{entry.id} ({entry.what}, {entry.time})" if entry is not None else "?"
+            by_purge[key] = by_purge.get(key, 0) + n
+        for key, n in sorted(by_purge.items()):
+            msg = f"{n} reference{'s' if n != 1 else ''} to objects purge {key} removed: accepted"
+            done.findings.append(warning("purged", msg))
     return done
+
+
+def _purged(store: Store) -> frozenset[str]:
+    """The purged ids; a damaged record is reported by check_purges."""
+    try:
+        return store.purged_ids()
+    except CorruptStore:
+        return frozenset()
+
+
+def check_purges(store: Store) -> list[Finding]:
+    """The purge record readable; no purge left half-done; no purged object
+    held again (``--repair`` completes and removes: histstore.ops.fsck)."""
+    out = []
+    try:
+        ids = store.purged_ids()
+    except CorruptStore as e:
+        return [error("purged", e.message, purging.RECORD)]
+    try:
+        pending = purging.read_pending(store.root)
+    except CorruptStore as e:
+        return [error("purged", e.message, purging.PENDING)]
+    if pending is not None:
+        msg = "a purge was interrupted; the next hs command (or `hs fsck --repair`) completes it"
+        out.append(warning("purged", msg, purging.PENDING))
+        return out
+    back = sorted(i for i in ids if store.objects.has(i))
+    if back:
+        msg = (
+            f"{len(back)} purged object{'s' if len(back) != 1 else ''} stored again "
+            f"({', '.join(i[:12] for i in back[:5])}); `hs fsck --repair` removes them"
+        )
+        out.append(warning("purged", msg))
+    return out
 
 
 def _names_its_own(store: Store, name: str, value: str, have: str) -> str | None:
@@ -244,7 +292,8 @@ def check_refs(store: Store, refs: dict[str, str], kinds: dict[str, str]) -> lis
             continue
         have = kinds.get(value)
         if have is None:
-            out.append(error("ref", f"points at missing object {value}", name))
+            gone = "purged" if value in _purged(store) else "missing"
+            out.append(error("ref", f"points at {gone} object {value}", name))
             continue
         ns_kind = KIND_OF_NAMESPACE.get(name.split("/")[0])
         if ns_kind and have != ns_kind:
@@ -275,6 +324,7 @@ def replay_log(store: Store, kinds: dict[str, str], *, repair: bool) -> Replayed
     # an entry older than gc's horizon may name what gc removed (it was
     # outside the retention window)
     horizon = store.gc_horizon()
+    purged = _purged(store)
     parent: str | None = None
     last_op = None
     for ln in store.refs.read_log():
@@ -303,7 +353,7 @@ def replay_log(store: Store, kinds: dict[str, str], *, repair: bool) -> Replayed
                 state.pop(c.ref, None)
                 continue
             state[c.ref] = c.new
-            if c.new not in kinds and not (horizon and op.time < horizon):
+            if c.new not in kinds and c.new not in purged and not (horizon and op.time < horizon):
                 msg = f"operation {op.op} points {c.ref} at missing object {c.new}"
                 done.findings.append(error("refs-log", msg, where))
         parent = op.op

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, BinaryIO
@@ -182,6 +182,9 @@ class DiskObjectStore(ObjectStore):
         self._midx: MultiPackIndex | None = None
         self._midx_key: tuple[int, int, int] | None = None
         self.bad_midx: str | None = None
+        #: whether a purge removed an id (the Store sets it): a read of one
+        #: says so instead of "no object"
+        self.is_purged: Callable[[str], bool] | None = None
         self._scan_packs()
 
     def close(self) -> None:
@@ -302,11 +305,18 @@ class DiskObjectStore(ObjectStore):
         check_id(object_id)
         found = self._frame(object_id)
         if found is None:
+            if self.is_purged is not None and self.is_purged(object_id):
+                raise NotFound(f"object {object_id} was purged", hint="see hs purge --list")
             raise NotFound(f"no object {object_id}")
         return self.codec.decode(object_id, found[0], found[1])
 
     def put(self, kind: str, payload: bytes) -> str:
         object_id, frame = self.codec.encode(kind, payload)
+        if self.is_purged is not None and self.is_purged(object_id):
+            raise BadInput(
+                f"object {object_id} holds what a purge removed for good: it is not stored again",
+                hint="see hs purge --list",
+            )
         if not self.freshen(object_id):
             path = self._loose_path(object_id)
             atomic_write(path, frame)

@@ -231,6 +231,8 @@ class _Match:
 
 
 _UNANCHORED = re2._Anchor.UNANCHORED
+#: what replaces a secret (histstore.store.redact.marker)
+_MARKER = re.compile(rb"\[REDACTED:[A-Za-z0-9_.-]{1,64}\]")
 
 
 def _found(rx: Any, data: bytes) -> bool:
@@ -295,20 +297,28 @@ def _run(rs: _Set, rank: int, text: bytes, out: list[Finding]) -> None:
         else:
             s, e = ms, me
         # resume after the secret (its right boundary may start the next match)
+        at = pos
         pos = e if e > pos else max(me, pos + 1)
         if s < 0 or e <= s:
             continue
         kind = rule.kind
         if rule.gitleaks:
-            if rule.entropy is not None and entropy(text[s:e]) <= rule.entropy:
-                continue
-            if _allowed(rs, rule, text, ms, me, s, e):
-                continue
+            rejected = (
+                rule.entropy is not None and entropy(text[s:e]) <= rule.entropy
+            ) or _allowed(rs, rule, text, ms, me, s, e)
         elif rule.check is not None:
             verdict = rule.check(text, _Match(spans, rule.group_numbers), s, e)
-            if verdict is None:
-                continue
+            rejected = verdict is None
             kind = verdict or kind
+        else:
+            rejected = False
+        if rejected:
+            # what was taken for its secret may start a real one (``key:
+            # password=…``: the name ``key`` with the value ``password=…``
+            # is no secret, ``password=…`` is): look again from there, the
+            # character before it included (a rule's left boundary)
+            pos = s - 1 if s - 1 > at else at + 1
+            continue
         out.append(Finding(s, e, rank, kind))
 
 
@@ -339,6 +349,11 @@ def scan(text: bytes, ranks: tuple[int, ...] | None = None) -> list[Finding]:
     found: list[Finding] = []
     for rank in ranks:
         _run(rs, rank, text, found)
+    if found and b"[REDACTED:" in text:
+        # a marker already there is never a secret (``http://[REDACTED:x]@h``
+        # is no user and password): redacting again changes nothing
+        marks = [m.span() for m in _MARKER.finditer(text)]
+        found = [f for f in found if not any(f.start < e and s < f.end for s, e in marks)]
     if len(found) < 2:
         return found
     found.sort()

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 #: bump on any change to what the rules below redact (a regex, a keyword, a
 #: check, a word list): redaction decides the ids of everything stored
-VERSION = "2"
+VERSION = "3"
 
 # Where a token may start: the start, a character that cannot be part of it, or
 # right after a JSON escape (text holding JSON as written, "\nsk-...").

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from histstore.errors import BadInput, CorruptObject, CorruptStore, NotFound
+from histstore.store import purged as purging
 from histstore.store.codec import decode_json, is_object_id
 from histstore.store.config import (
     FORMAT_VERSION,
@@ -94,6 +95,9 @@ class Store:
         self.notify: Callable[[str], None] | None = None
         #: take over a stale lock record of another host (``--break-lock``)
         self.break_lock = False
+        self._purges: purging.PurgeRecord | None = None
+        #: a purge is running or being completed in this process (Store.lock)
+        self.purging = False
 
     # The parts are made on first use: a command imports and opens only what it
     # touches (hs recall needs neither the object store nor the redactor).
@@ -104,6 +108,7 @@ class Store:
             from histstore.store.objectstore import DiskObjectStore
 
             self._objects = DiskObjectStore(self.root / "objects")
+            self._objects.is_purged = self.is_purged
         return self._objects
 
     @objects.setter
@@ -117,6 +122,20 @@ class Store:
 
             self._refs = RefStore(self.root)
         return self._refs
+
+    @property
+    def purges(self) -> purging.PurgeRecord:
+        """The purge record (``purged``): what purges removed, by id."""
+        if self._purges is None:
+            self._purges = purging.PurgeRecord(self.root)
+        return self._purges
+
+    def purged_ids(self) -> frozenset[str]:
+        """Every object id a purge removed: never stored, sent or named again."""
+        return self.purges.ids()
+
+    def is_purged(self, object_id: str) -> bool:
+        return object_id in self.purges.ids()
 
     @property
     def redactor(self) -> Redactor:
@@ -206,6 +225,8 @@ class Store:
             done = self.refs.recover()
             if done is not None and any(c.ref.startswith("overlay/") for c in done.changes):
                 write_views(self)  # the views follow the refs just completed
+            if not self.purging and (self.root / purging.PENDING).exists():
+                self._complete_purge()
             yield
         finally:
             if outer:
@@ -213,6 +234,21 @@ class Store:
                     refresher.stop()
                 clear_owner(self.root)
             self._lock.release()
+
+    def _complete_purge(self) -> None:
+        """(Lock held.) A purge past its commit point is completed before
+        anything else is written (histstore.ops.purge)."""
+        hook = purging.complete_hook
+        if hook is None:
+            raise CorruptStore(
+                f"a purge of the store at {self.root} was interrupted and must be completed first",
+                hint="run any hs command (or `hs fsck --repair`), which completes it",
+            )
+        self.purging = True
+        try:
+            hook(self)
+        finally:
+            self.purging = False
 
     def check_outside(self, path: Path, what: str) -> Path:
         """A path a person named for a command to write (an export file, a
@@ -369,6 +405,20 @@ class Store:
         section["ruleset"] = current
         section["rulesets"] = seen if current in seen else [*seen, current]
         write_config(self.root, config)
+        self.config = config
+
+    def settle_rulesets(self) -> None:
+        """(Lock held.) Every object was redacted again with this hs's rule set
+        (``hs redact --apply``): ``rulesets`` names it alone."""
+        from histstore.store.redact import ruleset_id
+
+        config = read_config(self.root)
+        section = config.setdefault("redact", {})
+        current = ruleset_id()
+        if section.get("ruleset") != current or section.get("rulesets") != [current]:
+            section["ruleset"] = current
+            section["rulesets"] = [current]
+            write_config(self.root, config)
         self.config = config
 
     def add_rulesets(self, rulesets: list[str]) -> None:

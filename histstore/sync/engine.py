@@ -47,6 +47,7 @@ from histstore.store.repack import copy_all
 from histstore.store.store import Store
 from histstore.sync.follow import follow_memory
 from histstore.sync.merge import MemoryConflict, check_value, merge_values, recorded_conflicts
+from histstore.sync.purges import carry
 from histstore.sync.remotes import (
     NAMESPACES,
     TRACKING,
@@ -116,6 +117,9 @@ class SyncReport:
     index_error: str | None = None
     #: what each memory folder of this store did after the pull, for the person
     memory_dirs: list[str] = field(default_factory=list)
+    #: purge record entries given to the other side, and taken from it
+    purges_sent: int = 0
+    purges_received: int = 0
 
     @property
     def nothing(self) -> bool:
@@ -125,6 +129,8 @@ class SyncReport:
             and not self.remote_changes
             and not self.local_changes
             and not self.tracking_changes
+            and not self.purges_sent
+            and not self.purges_received
         )
 
     def memory_changes(self) -> list[dict[str, Any]]:
@@ -156,6 +162,8 @@ class SyncReport:
             "index": self.index,
             "index_error": self.index_error,
             "memory_dirs": self.memory_dirs,
+            "purges_sent": self.purges_sent,
+            "purges_received": self.purges_received,
         }
 
 
@@ -221,7 +229,7 @@ def _copy_objects(
     *,
     dry_run: bool = False,
 ) -> None:
-    presence = _Presence(dst.objects)
+    presence = _Presence(dst.objects, skip=dst.purged_ids() | src.purged_ids())
     if dry_run:
 
         def count(oid: str, kind: str, payload: bytes) -> None:
@@ -294,6 +302,11 @@ def sync(
 
         return step
 
+    # 0. purges first, both ways: each side completes what the other purged,
+    #    so neither offers the other what it purged (histstore.sync.purges)
+    report.purges_sent, report.purges_received = carry(
+        local, remote, command=command, dry_run=dry_run
+    )
     # 1. the refs as they are now, read without a lock (readers never lock);
     #    with nothing different there is nothing to copy, merge or record
     #    (unless an interrupted operation waits for a writer to complete it)

@@ -46,7 +46,11 @@ def _relate(
         for side in (0, 1):
             nxt = []
             for rev in front[side]:
-                for p in parents_of(rev):
+                try:
+                    parents = parents_of(rev)
+                except NotFound:
+                    parents = []  # a purge removed it: a root here
+                for p in parents:
                     if p not in depth[side]:
                         depth[side][p] = depth[side][rev] + 1
                         nxt.append(p)
@@ -90,7 +94,10 @@ def merge_sessions(objs: Objects, a: str, b: str) -> str:
     if ahead is not None:
         return ahead
     ra, rb = load(a), load(b)
-    rbase = load(base_id) if base_id else None
+    rbase = None
+    if base_id:
+        with contextlib.suppress(NotFound):  # a purge removed it: no base
+            rbase = load(base_id)
     ta = {t.turn_id: t for t in ra.turns}
     tb = {t.turn_id: t for t in rb.turns}
     to = {t.turn_id: t for t in rbase.turns} if rbase else {}
@@ -244,7 +251,12 @@ def _merge_index(
     def data(blob: str | None) -> bytes | None:  # None: no index on that side
         if blob is None:
             return None
-        kind, payload = objs.get(blob)
+        try:
+            kind, payload = objs.get(blob)
+        except NotFound:
+            if blob == base:
+                return None  # a base version a purge removed: none
+            raise
         return payload if kind == "blob" else b"\0"
 
     merged = merge_index(name, data(won), data(lost), data(base), keep=keep, gone=gone)
@@ -278,10 +290,10 @@ def merge_memory(objs: Objects, a: str, b: str) -> tuple[str, list[MemoryConflic
         return [p for p in parents if isinstance(p, str)]
 
     def files(r: str | None) -> dict[str, str]:
-        if r is None:
+        try:  # (a base a purge removed is none)
+            return dict(objs.json(rev(r)["tree"], "memtree").get("files") or {}) if r else {}
+        except NotFound:
             return {}
-        tree = objs.json(rev(r)["tree"], "memtree")
-        return dict(tree.get("files") or {})
 
     ahead, base = _relate(parents_of, a, b)
     if ahead is not None:

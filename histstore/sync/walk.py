@@ -32,12 +32,18 @@ class _Presence:
 
     LIST_AFTER = 2000
 
-    def __init__(self, objects: ObjectStore) -> None:
+    def __init__(
+        self, objects: ObjectStore, *, skip: frozenset[str] | set[str] = frozenset()
+    ) -> None:
         self.objects = objects
         self.ids: set[str] | None = None
         self.misses = 0
+        #: ids a purge removed: never sent, never read (what names one keeps a hole)
+        self.skip = skip
 
     def has(self, object_id: str) -> bool:
+        if object_id in self.skip:
+            return True
         if self.ids is not None:
             return object_id in self.ids
         if self.objects.has(object_id):
