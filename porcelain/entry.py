@@ -9,6 +9,11 @@ import sys
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--version"]:  # asked by scripts and tools: no CLI to build
+        from histstore import __version__
+
+        print(f"hs (histstore) {__version__}")
+        return
     from histstore.porcelain.hook import main_fast
 
     code = main_fast(sys.argv[1:])

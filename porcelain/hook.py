@@ -114,19 +114,26 @@ class _OutOfTime(BaseException):
     mistakes it for an error it may handle."""
 
 
-def _detach(argv: list[str]) -> int | None:
+def _detach(argv: list[str], env: dict[str, str] | None = None) -> int | None:
     """Start ``argv`` in a session of its own, stdio closed; never waited for
     (``HS_CAPTURE_DETACH=0``: run it here and wait, for tests and debugging).
     Its pid (None when it ran here or did not start)."""
     import subprocess
 
     null = subprocess.DEVNULL
+    full = {**os.environ, **env} if env else None
     try:
         if inline():
-            subprocess.run(argv, stdin=null, stdout=null, stderr=null, check=False)
+            subprocess.run(argv, stdin=null, stdout=null, stderr=null, check=False, env=full)
             return None
         return subprocess.Popen(
-            argv, stdin=null, stdout=null, stderr=null, start_new_session=True, close_fds=True
+            argv,
+            stdin=null,
+            stdout=null,
+            stderr=null,
+            start_new_session=True,
+            close_fds=True,
+            env=full,
         ).pid
     except (OSError, subprocess.SubprocessError):
         return None
@@ -262,7 +269,14 @@ def spool_to_background(root: str, agent: str, payload: str) -> bool:
         return False
     capture_dir = os.path.join(root, fastspool.CAPTURE_DIR)
     entry = fastspool.spool(capture_dir, agent, payload)
-    pid = _detach([*hs_argv(), "--store", root, "capture", "--drain", "--fresh", entry])
+    message = fastspool.kept(payload)[1]
+    env = None
+    if message is not None and len(message.encode("utf-8", "replace")) <= fastspool.MESSAGE_MAX:
+        env = {
+            fastspool.MESSAGE_ENV: message,
+            fastspool.MESSAGE_FOR_ENV: os.path.basename(entry),
+        }
+    pid = _detach([*hs_argv(), "--store", root, "capture", "--drain", "--fresh", entry], env)
     fastspool.write_last(
         capture_dir,
         agent,

@@ -333,15 +333,24 @@ def test_the_time_bound_stops_a_capture_and_keeps_its_payload(
 def test_hs_import_applies_the_spool(
     hs: HS, store: Store, store_path: Path, claude: FakeClaude
 ) -> None:
-    claude.turn("q", "a", lag=True)
+    claude.turn("q", "the answer")
     with store.lock():  # held by this process: the capture's probe sees it too
-        fire(hs, store_path, "claude-code", claude.payload(last_assistant_message="the answer"))
+        fire(
+            hs,
+            store_path,
+            "claude-code",
+            claude.payload(last_assistant_message="the answer, with AKIAIOSFODNN7EXAMPLE"),
+        )
+    # the spool keeps what the capture needs, never the answer's text
+    spooled = [p for p in (store_path / "local" / "capture" / "spool").iterdir()]
+    assert len(spooled) == 1 and b"AKIA" not in spooled[0].read_bytes()
+    assert b"the answer" not in spooled[0].read_bytes()
     r = hs("import", str(tmp_dir := claude.path.parent))
     assert r.exit_code == 0, r.stderr
     assert "applied 1 spooled hook payload" in r.stdout
     assert tmp_dir.is_dir()
     (t,) = turns(store_path).values()
-    assert t["answered"] == "the answer"
+    assert t["answered"] == "the answer"  # from the transcript
 
 
 # --------------------------------------------------------------------------- hs record

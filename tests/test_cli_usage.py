@@ -86,6 +86,11 @@ def test_version_is_the_package_version() -> None:
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert histstore.__version__ == version
     assert _run(HS(), "--version") == (0, f"hs (histstore) {version}\n", "")
+    # the executable answers it without building the CLI: the same line
+    r = subprocess.run(
+        [str(Path(sys.executable).with_name("hs")), "--version"], capture_output=True, text=True
+    )
+    assert (r.returncode, r.stdout, r.stderr) == (0, f"hs (histstore) {version}\n", "")
 
 
 # -------------------------------------------------------------- completion

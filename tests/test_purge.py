@@ -437,8 +437,10 @@ def test_a_purge_takes_what_the_capture_records_hold_of_it(
 
     journal.spool("claude-code", payload("gone", f"the answer holds {MARK}"))
     journal.spool("claude-code", payload("keep", "nothing here"))
-    journal.ran("claude-code", "Stop", {"session": "gone", "message": "ok", "result": "recorded"})
-    journal.failure("claude-code", "Stop", "could not read", session="gone")
+    # the spool keeps no answer (fastspool.kept): the text never reached it
+    assert not any(p.startswith("local/capture/spool") for p in _scan(store_path, MARK))
+    journal.ran("claude-code", "Stop", {"session": "gone", "message": MARK, "result": "recorded"})
+    journal.failure("claude-code", "Stop", f"could not read {MARK}", session="gone")
     journal.failure("claude-code", "Stop", "could not read", session="keep")
     assert _scan(store_path, MARK)
     r = hs("purge", "gone")
@@ -449,8 +451,8 @@ def test_a_purge_takes_what_the_capture_records_hold_of_it(
     assert [f.get("session") for f in journal.failures()] == ["keep"]
     assert journal.last_runs() == []
     # a text purge rewrites the records that hold the text, and keeps them
-    journal.spool("claude-code", payload("keep", f"now {MARK} here"))
+    journal.failure("claude-code", "Stop", f"now {MARK} here", session="keep")
     _ok(hs("purge", "--text", MARK, "--confirm", MARK))
     assert _scan(store_path, MARK) == {}
-    texts = sorted(json.loads(e.text)["last_assistant_message"] for e in journal.spooled())
-    assert texts == ["nothing here", "now [REDACTED:purged] here"]
+    texts = sorted(str(f.get("message")) for f in journal.failures())
+    assert texts == ["could not read", "now [REDACTED:purged] here"]

@@ -14,7 +14,9 @@ knows the store is free (docs/capture.md; the steps are run.py's).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -24,6 +26,7 @@ from typing import Any
 
 from histstore.capture import events, fastspool
 from histstore.capture.events import Event
+from histstore.capture.fastspool import MESSAGE_ENV, MESSAGE_FOR_ENV
 from histstore.capture.journal import Journal, SpoolEntry
 from histstore.capture.run import Outcome, fill_outcome
 from histstore.errors import BadInput, HistError, Locked
@@ -257,6 +260,8 @@ def drain(
             out.deferred = True
             break
         fresh = mine is not None and entry.path == mine.path
+        if fresh and mine is not None and mine.message is not None and event.last_message is None:
+            event = dataclasses.replace(event, last_message=mine.message)
         began = time.monotonic()
         try:
             done = apply_event(store, event, fresh=fresh)
@@ -360,7 +365,13 @@ def drain_all(root: Path, fresh: Path | None = None) -> Outcome:
     entry of the hook that started it, applied as that hook would have)."""
     out = Outcome("unchanged", agent="hs", event="drain")
     journal = Journal.of_store(root)
-    mine = SpoolEntry(fresh, "", "", "") if fresh is not None else None
+    mine = None
+    if fresh is not None:
+        # the answer the hook kept out of the spool, handed over in memory
+        given = (
+            os.environ.get(MESSAGE_ENV) if os.environ.get(MESSAGE_FOR_ENV) == fresh.name else None
+        )
+        mine = SpoolEntry(fresh, "", "", "", 0, given)
     with Store.open(root) as store:
         done = drain(store, journal, mine=mine)
         fill_outcome(out, done, journal)

@@ -83,8 +83,60 @@ def spool_name() -> str:
     return f"{stamp}-{ns % 1_000_000_000:09d}-{os.getpid()}-{next(_seq)}.json"
 
 
+#: what a capture reads of a payload (histstore.capture.events), and all a
+#: spool entry keeps of it: ids, paths, event names. The rest of a payload
+#: (the answer, a prompt, tool input) is text an agent wrote, where secrets
+#: are, and the spool is under the store, where no secret may reach a byte.
+KEPT = frozenset(
+    {
+        "type",
+        "hook_event_name",
+        "cwd",
+        "session_id",
+        "transcript_path",
+        "agent_transcript_path",
+        "agent_id",
+        "turn_id",
+        "prompt_id",
+        "thread-id",
+        "turn-id",
+        "stop_hook_active",
+        "trigger",
+        "reason",
+    }
+)
+#: the answer a payload carries (Claude Code's, Codex notify's): kept out of
+#: the spool; the capture that spooled it hands it to its drain in memory
+MESSAGES = ("last_assistant_message", "last-assistant-message")
+#: how a hook hands the answer to the drain it starts (the environment of a
+#: process is readable by its user only; never written to a file): the
+#: answer, and the spool entry it belongs to
+MESSAGE_ENV = "HS_CAPTURE_MESSAGE"
+MESSAGE_FOR_ENV = "HS_CAPTURE_MESSAGE_FOR"
+#: a longer answer is left to the transcript (an environment variable holds
+#: at most 128 KiB on Linux)
+MESSAGE_MAX = 100_000
+
+
+def kept(text: str) -> tuple[str, str | None]:
+    """What the spool keeps of a payload, and the answer it kept out."""
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        obj = None
+    if not isinstance(obj, dict):
+        return dump({"hs_unreadable": "the payload is not a JSON object"}).decode(), None
+    message = next((obj[k] for k in MESSAGES if isinstance(obj.get(k), str)), None)
+    out = {
+        k: v for k, v in obj.items() if k in KEPT and (v is None or isinstance(v, str | bool | int))
+    }
+    return dump(out).decode().rstrip("\n"), message
+
+
 def spool(capture_dir: str, agent: str, text: str, argv: list[str] | None = None) -> str:
-    """Keep a payload (as the text it came as) until it is applied; its path."""
+    """Keep what a capture needs of a payload (:func:`kept`) until it is
+    applied; its path."""
+    text = kept(text)[0]
     entry: dict[str, object] = {"agent": agent, "text": text, "received": now(), "attempts": 0}
     if argv:
         entry["argv"] = argv

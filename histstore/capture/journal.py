@@ -69,6 +69,9 @@ class SpoolEntry:
     text: str
     received: str
     attempts: int = 0
+    #: the answer the payload carried, kept out of the spool (fastspool.kept):
+    #: known only to the capture that spooled it
+    message: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -104,7 +107,8 @@ class Journal:
     def spool(self, agent: str, text: str) -> SpoolEntry:
         """Keep a payload (the text it came as) until it is applied (durably)."""
         path = Path(fastspool.spool(str(self.root), agent, text))
-        return SpoolEntry(path, agent, text, "", 0)
+        spooled, message = fastspool.kept(text)
+        return SpoolEntry(path, agent, spooled, "", 0, message)
 
     def waiting(self) -> int:
         """How many payloads wait (counted, not read)."""
