@@ -209,20 +209,14 @@ def fsck_cmd(
 
 
 @app.command("index-build")
-def index_build(
-    ctx: typer.Context,
-    no_fts: Annotated[
-        bool, typer.Option("--no-fts", help="Build without FTS5 (the LIKE fallback).")
-    ] = False,
-) -> None:
+def index_build(ctx: typer.Context) -> None:
     """Build a new generation of the recall index and swap it in.
 
     Example: hs plumbing index-build
     """
     from histstore.recall.index import RecallIndex
 
-    status = RecallIndex(open_store(ctx)).build(fts=False if no_fts else None)
-    emit(status.as_json())
+    emit(RecallIndex(open_store(ctx)).build().as_json())
 
 
 @app.command("index-status")

@@ -19,8 +19,9 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError, NoSuchOpt
 from typer.core import TyperGroup
 
 from histstore.display import visible
-from histstore.errors import Ambiguous, HistError
+from histstore.errors import HistError
 from histstore.plumbing import term
+from histstore.plumbing.report import error_lines, internal_line, os_error_line
 from histstore.store.config import default_store_path
 from histstore.store.purged import PENDING as PURGE_PENDING
 from histstore.store.store import Store
@@ -36,10 +37,8 @@ def stderr_line(text: str) -> None:
 def report_error(e: HistError) -> None:
     """One line: what went wrong with which input, and what to do about it.
     An ambiguous id is followed by its candidates, one per line."""
-    stderr_line(e.line())
-    if isinstance(e, Ambiguous) and e.candidates:
-        for c in e.candidates:
-            stderr_line(f"  {c}")
+    for line in error_lines(e):
+        stderr_line(line)
 
 
 class HsGroup(TyperGroup):
@@ -138,18 +137,14 @@ class HsGroup(TyperGroup):
             term.drop_stdout()
             ctx.exit(0)
         except OSError as e:
-            where = f" ({e.filename})" if e.filename else ""
-            stderr_line(f"hs: error: {e.strerror or e}{where}")
+            stderr_line(os_error_line(e))
             ctx.exit(1)
         except ClickException:
             raise  # a usage error: main() makes it one line
         except Exception as e:  # the last resort: never a traceback to a user
             if os.environ.get("HS_DEBUG") or _is_cli_signal(e):
                 raise
-            stderr_line(
-                f"hs: internal error: {type(e).__name__}: {e}; "
-                "hint: run again with HS_DEBUG=1 for details, and report it"
-            )
+            stderr_line(internal_line(e))
             ctx.exit(1)
 
 

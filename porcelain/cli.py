@@ -22,7 +22,7 @@ from histstore.porcelain.maint_cli import register as register_maint_commands
 from histstore.porcelain.mcp_cli import app as mcp_app
 from histstore.porcelain.memory_cli import app as memory_app
 from histstore.porcelain.purge_cli import register as register_purge_commands
-from histstore.porcelain.render import field, recall_lines, say, size_text, when
+from histstore.porcelain.render import field, say, size_text, when
 from histstore.porcelain.restore_cli import register as register_restore_commands
 from histstore.porcelain.sync_cli import register as register_sync_commands
 
@@ -728,11 +728,13 @@ def recall(
         bool, typer.Option("--everywhere", "-e", help="Search every project.")
     ] = False,
     project: Annotated[
-        str | None, typer.Option(help="Search this project (default: the current one).")
+        str | None,
+        typer.Option(help="Search this project: a directory or a name (default: the current one)."),
     ] = None,
     days: Annotated[int | None, typer.Option(help="Only the last N days.")] = None,
     k: Annotated[int, typer.Option("-k", help="How many turns, 1 to 10.")] = 5,
     agent: AgentOpt = None,
+    session: Annotated[str | None, typer.Option(help="Only turns of this session.")] = None,
     json_out: Annotated[
         bool,
         typer.Option(
@@ -745,24 +747,21 @@ def recall(
 
     Example: hs recall -e login_user expiry
     """
-    from histstore.history.project import project_key
-    from histstore.ops.recall import answer, render
+    from histstore.porcelain.recall_cmd import show
 
-    if everywhere and project is not None:
-        raise BadInput("give --everywhere or --project, not both")
-    store = open_store(ctx)
-    if everywhere:
-        scope = None
-    elif project is not None:
-        scope = _project_arg(project)
-    else:
-        scope = project_key(os.getcwd())
-    ans = answer(store, " ".join(query), project=scope, days=days, k=k, agent=agent)
-    if json_out:
-        typer.echo(json.dumps(ans.as_json(), ensure_ascii=False))
-        return
-    for line in recall_lines(ans, render(ans)):
-        say(line)
+    show(
+        open_store(ctx),
+        query,
+        everywhere=everywhere,
+        project=project,
+        days=days,
+        k=k,
+        agent=agent,
+        session=session,
+        json_out=json_out,
+        say=say,
+        raw=typer.echo,
+    )
 
 
 def _what(target: Any) -> str:
@@ -900,7 +899,7 @@ def forget(
         f"  operation {res.operation.op}, marker {res.marker_id[:12]} "
         f"at {when(res.marker.time, seconds=True)}"
     )
-    say(f"  index rebuilt: generation {res.generation}; recall no longer finds it")
+    say(f"  index updated: generation {res.generation}; recall no longer finds it")
 
 
 @app.command()
@@ -955,7 +954,7 @@ def unforget(
         assert res.operation is not None
         say(f"unforgot {_what(t)}: back in recall (operation {res.operation.op})")
         if t.kind != "memory":
-            say(f"  index rebuilt: generation {res.generation}")
+            say(f"  index updated: generation {res.generation}")
 
 
 @app.command()

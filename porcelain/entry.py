@@ -1,5 +1,7 @@
-"""The ``hs`` executable: the hook command runs without loading typer, every
-other command is the typer app (histstore.porcelain.cli)."""
+"""The ``hs`` executable: the commands asked most often run without loading
+typer — the hook command (histstore.porcelain.hook) and ``hs recall``
+(histstore.porcelain.recall_cmd), when every argument is one they know;
+every other command is the typer app (histstore.porcelain.cli)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,12 @@ def main() -> None:
     code = main_fast(sys.argv[1:])
     if code is not None:
         sys.exit(code)
+    if "recall" in sys.argv[1:4]:
+        from histstore.porcelain.recall_cmd import quick
+
+        code = quick(sys.argv[1:])
+        if code is not None:
+            sys.exit(code)
     from histstore.porcelain.cli import main as cli_main
 
     cli_main()

@@ -5,7 +5,6 @@ per agent."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -110,25 +109,33 @@ def test_recall_agent_filter_through_the_library(mixed: HS, store_path: Path) ->
 
 
 def test_an_index_of_the_older_schema_is_rebuilt(mixed: HS, store_path: Path) -> None:
-    """A generation written before the agent was indexed (schema 1) is behind:
-    the next recall rebuilds it, so the filter finds what it should."""
+    """A generation of an older schema (here 2, the SQLite index with the
+    agent) is behind: fsck warns, and the next recall rebuilds it, so the
+    filter finds what it should. So is the SQLite index an older hs left."""
     store = Store.open(store_path)
     try:
         index = RecallIndex(store)
-        path = index.current_path()
-        assert path is not None
-        conn = sqlite3.connect(path)
-        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
-        conn.commit()
-        conn.close()
+        gen = index.gens.current()
+        assert gen is not None
+        index.gens.write_meta(gen.name, {**gen.meta, "schema": 2})
         assert index.behind()
         index.close()
     finally:
         store.close()
     fsck = mixed("fsck")
-    assert fsck.exit_code == 0 and "built by an older hs (schema 1)" in fsck.stdout
+    assert fsck.exit_code == 0 and "built by an older hs (schema 2)" in fsck.stdout
     (out,) = mixed.json_lines("recall", "-e", "--json", "--agent", "codex", "quokka")
     assert [h["turn_id"] for h in out["hits"]] == ["019a-t1"]
+    assert "older hs" not in mixed("fsck").stdout
+    # the SQLite FTS5 index of an older hs: CURRENT names its file
+    index_dir = store_path / "index"
+    (index_dir / "gen-9.sqlite").write_bytes(b"SQLite format 3\x00")
+    (index_dir / "CURRENT").write_text("gen-9.sqlite\n")
+    fsck = mixed("fsck")
+    assert fsck.exit_code == 0 and "built by an older hs (SQLite)" in fsck.stdout
+    (out,) = mixed.json_lines("recall", "-e", "--json", "--agent", "codex", "quokka")
+    assert [h["turn_id"] for h in out["hits"]] == ["019a-t1"]
+    assert not (index_dir / "gen-9.sqlite").exists()
     assert "older hs" not in mixed("fsck").stdout
 
 

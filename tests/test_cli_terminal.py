@@ -137,7 +137,8 @@ def test_colour_on_a_terminal_unless_no_color_or_asked_otherwise(
         f"{B}2026-10-12{END}  session {Y}5f0c1e7a{END}  turn {Y}64a19766-0fc{END}  "
         f"{M}claude-code{END}",
         f"  project: {C}/home/dev/src/webshop{END}",
-        f"  Sessions never expire after login. How should {RED}login_user{END} handle "
+        f"  in the prompt: Sessions never expire after login. How should {RED}login_user{END} "
+        f"handle "
         f"token {RED}expiry{END}?",
     ]
     text, rc = out[6]
@@ -181,7 +182,7 @@ def test_colour_never_lets_a_stored_escape_through(hs: HS, tmp_path: Path) -> No
     )
     # recall marks whole tokens, as it matches them: "31mpwned" is one token
     r = hs("--color", "always", "recall", "-e", "pwned")
-    assert f"\n  run ^[]0;{RED}pwned{END}^G then ^[[31mpwned^[[0m\n" in r.stdout
+    assert f"\n  in the prompt: run ^[]0;{RED}pwned{END}^G then ^[[31mpwned^[[0m\n" in r.stdout
 
 
 @pytest.mark.parametrize("case", ["forget", "memory write", "push --init question"])

@@ -50,6 +50,7 @@ THIRD_PARTY = {
     "anyio",
     "re2",
     "watchdog",
+    "tantivy",
 }
 #: dependencies only one command needs, and the only modules that may import
 #: each: the MCP SDK (and anyio, which it runs on) costs ~1 s of start-up and
@@ -73,7 +74,12 @@ LAZY = {
     ("histstore.store.store", "filelock"): "readers never lock",
     ("histstore.store.store", "histstore.store.locking"): "readers never lock",
     ("histstore.store.locking", "filelock"): "readers never lock",
-    ("histstore.recall.index", "filelock"): "searching never takes the index lock",
+    ("histstore.recall.generations", "filelock"): "searching never takes the index lock",
+    ("histstore.recall.index", "histstore.recall.engine"): (
+        "without the engine (Tantivy missing) recall scans the objects"
+    ),
+    ("histstore.recall.index", "histstore.recall.replay"): "it loads the engine (above)",
+    ("histstore.recall.index", "histstore.recall.search"): "it loads the engine (above)",
     ("histstore.store.config", "uuid"): "only hs init makes a store id",
     ("histstore.store.config", "tomli_w"): "only a config change writes config.toml",
     ("histstore.store.config", "histstore.store.ruleset"): "only hs init names the rule set",

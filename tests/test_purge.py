@@ -26,8 +26,10 @@ def _ok(r: object) -> None:
 
 def _store(hs: HS, tmp: Path, *, where: str = "in") -> Path:
     """Two sessions (in one pack), one ('gone') whose every turn holds MARK
-    (and a tool output long enough to be a blob); a forgotten turn of it with a reason,
-    so the index has several generations; the summary and source table made."""
+    (and a tool output long enough to be a blob); a forgotten turn of it with a reason
+    (a commit into the index: its segments keep the deleted turn's terms), and a
+    second generation built, so the index has several; the summary and source
+    table made."""
 
     def steps(i: int) -> list[dict[str, object]]:
         out = ("line of output\n" * 60) + f"{MARK} {i}"
@@ -45,6 +47,7 @@ def _store(hs: HS, tmp: Path, *, where: str = "in") -> Path:
     _ok(hs("init"))
     _ok(hs("import", str(path)))
     _ok(hs("forget", "gone~turn-0005", "--confirm", "gone~turn-0005", "--reason", f"has {MARK}"))
+    _ok(hs("plumbing", "index-build"))
     _ok(hs("log"))
     return path
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from histstore.errors import BadInput, Conflict
+from histstore.errors import BadInput, Conflict, CorruptStore
 from histstore.store.codec import hash_object
 from histstore.store.oplog import RefChange, one_line
 from histstore.store.refs import RefStore, check_component, check_ref_name
@@ -225,6 +225,33 @@ def test_a_bulk_operation_writes_packed_refs_not_a_file_per_ref(tmp_path: Path) 
     refs.apply([RefChange("sessions/s008", A, None)], "undo")
     assert refs.read("sessions/s008") is None and "sessions/s008" not in refs.list_refs()
     assert "sessions/s008" not in (tmp_path / "packed-refs").read_text()
+
+
+def test_any_under_and_list_refs_by_prefix_over_many_packed_refs(tmp_path: Path) -> None:
+    """Whether a namespace holds a ref, loose or packed (what markers() asks on
+    every recall), without parsing packed-refs: right after each change."""
+    refs = RefStore(tmp_path)
+    assert refs.any_under("overlay") is False
+    refs.apply([*many(40, A), *many(1, A, "remotes/o/overlay/x")], "import")
+    assert refs.any_under("overlay") is False and refs.any_under("sessions") is True
+    refs.apply(many(40, B, "overlay/t"), "bulk forget")  # packed, no loose file
+    assert not (tmp_path / "refs" / "overlay").exists()
+    assert refs.any_under("overlay") is True
+    # a prefix's packed refs are found by bisection, loose ones over them
+    assert list(refs.list_refs("overlay/")) == [f"overlay/t{i:03d}" for i in range(40)]
+    assert list(refs.list_refs("sessions/s00")) == [f"sessions/s{i:03d}" for i in range(10)]
+    assert list(refs.list_refs("remotes/")) == ["remotes/o/overlay/x000"]
+    assert refs.list_refs("zzz/") == {} and len(refs.list_refs()) == 81
+    refs.apply([RefChange("overlay/t005", B, A)], "one forget")  # a loose file
+    assert refs.list_refs("overlay/t00")["overlay/t005"] == A
+    assert len(refs.list_refs("overlay/t00")) == 10
+    refs.apply(
+        [RefChange(f"overlay/t{i:03d}", A if i == 5 else B, None) for i in range(40)], "bulk undo"
+    )
+    assert refs.any_under("overlay") is False
+    (tmp_path / "packed-refs").write_text("garbage\n")
+    with pytest.raises(CorruptStore):
+        refs.any_under("overlay")
 
 
 def test_packing_moves_every_loose_ref_into_one_file_and_changes_no_value(

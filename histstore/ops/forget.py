@@ -1,4 +1,4 @@
-"""Forget and unforget: a marker, a generation swap, then proof the target is gone.
+"""Forget and unforget: a marker, an index commit, then proof the target is gone.
 
 The order (docs/cli.md, "hs forget"):
 
@@ -7,12 +7,13 @@ The order (docs/cli.md, "hs forget"):
 2. write the marker object and move ``overlay/<target>`` to it, one operation,
    and rewrite the overlay views; from here on every reader's recall hides the
    target (the overlay is merged at read time);
-3. swap in a new index generation without the target's rows;
+3. catch the index up: the target's documents deleted (or, for an unforget,
+   added back) in one commit — a cost that does not grow with the store;
 4. confirm with the index that the target is gone, then report success.
 
 If step 3 fails, the marker is rolled back (a new operation restores the ref)
-and the previous generation keeps serving: :class:`RebuildFailed`. If the
-target still shows after the swap: :class:`NotConverged`, naming the step.
+and the index keeps serving its last commit: :class:`RebuildFailed`. If the
+target still shows after the commit: :class:`NotConverged`, naming the step.
 """
 
 from __future__ import annotations
@@ -208,19 +209,24 @@ def _whole_id(store: Store, text: str) -> Target | None:
         if not turn_hit:
             return Target("session", s.session_id, s.session_id, len(s.turns), first)
         return None  # also a turn id: let the full scan report the ambiguity
-    sessions = RecallIndex(store).sessions_of(text)
-    # a forgotten turn is not in the index: one of that id marked elsewhere
-    # makes the id ambiguous (the full scan says so)
-    marked = {sid for (sid, tid) in Overlay.read(store).turns if tid == text}
-    if len(sessions) != 1 or marked - set(sessions):
+    # the sessions holding it: those the index knows, and those where it is
+    # forgotten (not in the index: by its own marker, or its session's) — one
+    # session is the target, several make it ambiguous (the full scan says so)
+    overlay = Overlay.read(store)
+    found = set(RecallIndex(store).sessions_of(text))
+    found |= {sid for (sid, tid) in overlay.turns if tid == text}
+    entries: dict[str, Any] = {}
+    for sid in sorted(found | set(overlay.sessions)):
+        rev = store.session_ref(sid)
+        entry = None
+        if rev is not None:
+            entry = next((t for t in store.load_session(rev).turns if t.turn_id == text), None)
+        if entry is not None:
+            entries[sid] = entry
+    if len(entries) != 1:
         return None
-    rev = store.session_ref(sessions[0])
-    if rev is None:
-        return None
-    entry = next((t for t in store.load_session(rev).turns if t.turn_id == text), None)
-    if entry is None:
-        return None
-    return Target("turn", text, sessions[0], 1, _first_prompt(store, entry.object))
+    ((sid, entry),) = entries.items()
+    return Target("turn", text, sid, 1, _first_prompt(store, entry.object))
 
 
 def _memory_note(store: Store, target: str) -> tuple[str, str] | None:
@@ -322,16 +328,18 @@ def _set_marker(
     return marker, marker_id, old, op
 
 
-def _swap_or_roll_back(
+def _follow_or_roll_back(
     store: Store, target: Target, ref_old: str | None, marker_id: str, command: str
 ) -> str | None:
+    """The index catches up to the marker (one commit), or the marker goes back."""
     index = RecallIndex(store)
-    before = index.current_path()
+    before = _index_state(index)
     try:
-        return index.swap().generation
+        index.catch_up()
+        return index.status().generation
     except Exception as e:
-        if index.current_path() != before:
-            # the new generation was swapped in before the failure: it serves
+        if _index_state(index) != before:
+            # the index took the marker before the failure: it serves
             return index.status().generation
         try:
             with store.lock():
@@ -343,16 +351,26 @@ def _swap_or_roll_back(
         except HistError as again:
             raise NotConverged(
                 f"blocked-non-converged: marker {marker_id[:12]} for {target.kind} {target.id} "
-                f"stands but the index could not be swapped ({e}), and rolling the marker back "
+                f"stands but the index could not be updated ({e}), and rolling the marker back "
                 f"failed too ({again}) (failed step: rollback)",
                 hint="recall hides the target all the same; run `hs plumbing index-build`",
             ) from None
         raise RebuildFailed(
-            f"rebuild-failed: the index could not be swapped ({e}); the marker for "
-            f"{target.kind} {target.id} was rolled back and the previous generation serves",
+            f"rebuild-failed: the index could not be updated ({e}); the marker for "
+            f"{target.kind} {target.id} was rolled back and the index serves as before",
             hint="the marker is as it was before this command; fix the cause "
             "(disk space?) and run it again",
         ) from None
+
+
+def _index_state(index: RecallIndex) -> tuple[str | None, str | None]:
+    """(the generation CURRENT names, the last operation it applied), or the
+    same for an index that cannot be read."""
+    try:
+        gen = index.gens.current()
+    except HistError:
+        return None, None
+    return (gen.name, gen.applied_op) if gen else (None, None)
 
 
 def forget(
@@ -397,7 +415,7 @@ def forget(
         return ForgetResult(
             target, marker, marker_id, op, RecallIndex(store).status().generation, op is not None
         )
-    generation = _swap_or_roll_back(store, target, old, marker_id, command)
+    generation = _follow_or_roll_back(store, target, old, marker_id, command)
     left = RecallIndex(store).holds(
         session_id=target.session, turn_id=target.id if target.kind == "turn" else None
     )
@@ -405,7 +423,7 @@ def forget(
         raise NotConverged(
             f"blocked-non-converged: marker {marker_id[:12]} for {target.kind} {target.id} is "
             f"recorded (operation {op.op}), but generation {generation} still holds {left} of "
-            "its turns after the swap (failed step: confirm)",
+            "its turns after the commit (failed step: confirm)",
             hint="recall hides it all the same (the overlay is merged at read time); "
             "run `hs plumbing index-build`",
         )
@@ -438,7 +456,7 @@ def unforget(
         return ForgetResult(
             target, marker, marker_id, op, RecallIndex(store).status().generation, op is not None
         )
-    generation = _swap_or_roll_back(store, target, old, marker_id, command)
+    generation = _follow_or_roll_back(store, target, old, marker_id, command)
     return ForgetResult(target, marker, marker_id, op, generation, True)
 
 

@@ -18,8 +18,10 @@ replaces goes):
    everything into one pack. What a rewrite leaves out is what is removed.
 3. **Swap.** The new pack and then the multi-pack index are made durable, then
    the packs and loose objects they replace are removed — each file checked
-   again just before, so one freshened since the plan stays. Then old recall
-   index generations go (``RecallIndex.compact``) and loose refs are packed.
+   again just before, so one freshened since the plan stays. Then the recall
+   index is compacted (``histstore.recall.index.compact``: the segments holding
+   deleted documents rewritten, the older generations deleted, so an excluded
+   turn's text leaves the index files) and loose refs are packed.
 
 ``--dry-run`` plans and says what it would free; nothing is written.
 ``hs gc --auto`` (run by import and record) only repacks, and only when loose
@@ -38,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from histstore.errors import BadInput, CorruptObject, CorruptStore, NotFound
-from histstore.recall.index import RecallIndex
+from histstore.recall.index import compact as compact_index
 from histstore.store import repack
 from histstore.store.codec import is_object_id
 from histstore.store.kinds import parse
@@ -393,7 +395,7 @@ def gc(
             step("index")
         index_dir = store.root / "index"
         before = _dir_bytes(index_dir)
-        RecallIndex(store).compact()
+        compact_index(store)
         report.index_bytes_freed = max(0, before - _dir_bytes(index_dir))
         if step:
             step("refs")

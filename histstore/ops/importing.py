@@ -62,7 +62,7 @@ def refresh_index(store: Store, report: ImportReport) -> None:
         return
     try:
         RecallIndex(store).catch_up()
-    except (HistError, sqlite3.Error, OSError) as e:
+    except (HistError, OSError, ValueError) as e:
         report.index_error = str(e)
     # the summary too, so the next hs log or status reads it as it is
     with contextlib.suppress(Unavailable, HistError, sqlite3.Error, OSError), Summary(store) as s:

@@ -444,7 +444,7 @@ def forget_in_index(store: Store) -> str | None:
     try:
         index.build()
         status = index.compact()
-    except (HistError, sqlite3.Error, OSError):
+    except (HistError, sqlite3.Error, OSError, ValueError):
         # it could not be rebuilt: it is derived data, and the text must go
         index.close()
         shutil.rmtree(index.dir, ignore_errors=True)

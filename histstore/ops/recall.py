@@ -7,7 +7,8 @@ merged at read time), the memory notes holding the query's terms
 (:func:`histstore.memory.prompt.search_notes`: hidden notes left out), and
 :func:`render`, the text a person or a model reads: dated excerpts centred on
 the first match, ``edited:``/``read:``, the project named only when the
-search left it, the untrusted-content label in line on a tainted turn, and one
+search left it, where each matched (``in Bash output: …``), the
+untrusted-content label in line on a tainted turn, and one
 line for each way of finding nothing (nothing recorded yet, no match, no
 match in the last N days). Only the names of the options in the hints differ
 between the two front ends.
@@ -34,6 +35,7 @@ class Answer:
     result: RecallResult
     notes: list[NoteHit]
     agent: str | None = None  # only turns this agent recorded, when given
+    session: str | None = None  # only turns of this session, when given
 
     @property
     def terms(self) -> list[str]:
@@ -53,6 +55,8 @@ class Answer:
         }
         if self.agent is not None:
             out["agent"] = self.agent
+        if self.session is not None:
+            out["session"] = self.session
         return out
 
 
@@ -64,15 +68,17 @@ def answer(
     days: int | None = None,
     k: int = 5,
     agent: str | None = None,
+    session: str | None = None,
 ) -> Answer:
     """The turns and notes that talk about ``text``: in ``project`` (a
-    directory, mapped to its project key; None searches every project), the
-    last ``days`` days, at most ``k`` turns, only ``agent``'s when given
-    (filtered inside the index)."""
+    directory, mapped to its project key, or a project's name, its last path
+    component; None searches every project), the last ``days`` days, at most
+    ``k`` turns, only ``agent``'s and ``session``'s when given (filtered inside
+    the index)."""
     if not text.strip():
         raise BadInput("the query is empty", hint="give the words to look for")
     check_agent(store, agent)
-    res = recall(store, text, project=project, days=days, k=k, agent=agent)
+    res = recall(store, text, project=project, days=days, k=k, agent=agent, session=session)
     terms = [" ".join(t) for t in res.query.terms]
     notes: list[NoteHit] = []
     # nothing to read until memory was recorded, and nothing to import (yaml); the
@@ -82,7 +88,7 @@ def answer(
         from histstore.memory.prompt import search_notes
 
         notes = search_notes(store, terms, res.scope, everywhere=res.scope is None)
-    return Answer(text, res, notes, agent)
+    return Answer(text, res, notes, agent, session)
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,8 @@ def render(ans: Answer, style: Style = CLI) -> list[str]:
     text = ans.text
     out: list[str] = []
     where = f" in {res.scope}" if res.scope else ""
+    if ans.session is not None:
+        where += f" in session {ans.session}"
     who = f" of {ans.agent}" if ans.agent is not None else ""
     if res.outcome == "empty":
         out.append("nothing recorded yet: import sessions with `hs import`")
@@ -125,7 +133,7 @@ def render(ans: Answer, style: Style = CLI) -> list[str]:
         out.append(f"{h.asked_at[:10]}  session {session}  turn {turn}{agent}")
         if res.scope is None:
             out.append(f"  project: {h.project}")
-        out.append(f"  {h.excerpt}")
+        out.append(f"  {h.where}: {h.excerpt}")
         if h.edited:
             out.append("  edited: " + ", ".join(h.edited))
         if h.read:

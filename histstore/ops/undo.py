@@ -5,8 +5,9 @@ moves each of those refs from ``new`` back to ``old``, compare-and-swap, as a
 new operation (so an undo can itself be undone). When a later operation moved
 one of those refs again, the undo conflicts: it says which operation, and
 changes nothing. After the refs move, the derived data follows: the overlay
-views are rewritten and the index swaps in a new generation when markers
-moved (so an undone forget is back in recall at once), else it catches up.
+views are rewritten and the index catches up (one commit), so an undone
+forget is back in recall at once; when markers moved and the index cannot
+follow, the undo is rolled back.
 An undone memory write also puts the memory directory's files back, when the
 directory still holds what the operation wrote (else the undo conflicts).
 """
@@ -115,10 +116,7 @@ def undo(store: Store, op_id: str | None = None, *, command: str = "hs undo") ->
         markers_moved = any(c.ref.startswith(OVERLAY_PREFIX) for c in inverse)
     index = RecallIndex(store)
     try:
-        if markers_moved:
-            index.swap()
-        else:
-            index.catch_up()
+        index.catch_up()
     except Exception as e:
         if not markers_moved:
             # the undo stands (it is committed); hs recall catches the index up
@@ -132,7 +130,7 @@ def undo(store: Store, op_id: str | None = None, *, command: str = "hs undo") ->
                 extra={"kind": "undo-rollback", "undoes": op.op},
             )
         raise RebuildFailed(
-            f"rebuild-failed: the index could not be swapped ({e}); undo of {target.op} "
+            f"rebuild-failed: the index could not be updated ({e}); undo of {target.op} "
             "was rolled back",
             hint="the store is as it was before this command",
         ) from None

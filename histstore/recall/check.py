@@ -1,9 +1,7 @@
 """The recall index's check for fsck: the current generation readable, whole,
-and holding one row per visible turn when it is up to date."""
+and holding one document per visible turn when it is up to date."""
 
 from __future__ import annotations
-
-import sqlite3
 
 from histstore.errors import HistError
 from histstore.overlay.markers import Overlay
@@ -11,64 +9,64 @@ from histstore.recall.index import SCHEMA_VERSION, RecallIndex
 from histstore.store.check import Finding
 from histstore.store.store import Store
 
-#: schemas an older hs wrote, rebuilt by the next catch-up
-OLDER_SCHEMAS = frozenset({"1"})
+HINT = "rebuild it with `hs plumbing index-build`"
+#: what an older hs left, rebuilt by the next catch-up
+OLDER = "the next write or hs recall rebuilds it"
 
 
 def check_index(store: Store, *, compare: bool) -> list[Finding]:
     """The current generation of the recall index: readable, whole, and holding
-    one row per turn when it is up to date (an index is derived data: any
+    one document per turn when it is up to date (an index is derived data: any
     problem is mended by `hs plumbing index-build`)."""
     index = RecallIndex(store)
     try:
-        path = index.current_path()
-        if path is None:
+        gen = index.gens.current()
+        if gen is None:
+            legacy = index.gens.legacy_name()
+            if legacy is not None:
+                return [
+                    Finding("warning", "index", f"built by an older hs (SQLite); {OLDER}", legacy)
+                ]
             if compare and store.session_refs():
                 return [Finding("warning", "index", "no recall index yet; hs recall builds it")]
             return []
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            bad = [r[0] for r in conn.execute("PRAGMA quick_check") if r[0] != "ok"]
-            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            rows = conn.execute("SELECT count(*) FROM turn").fetchone()[0]
-        finally:
-            conn.close()
-    except (HistError, sqlite3.Error) as e:
-        return [Finding("error", "index", f"{e}; rebuild it with `hs plumbing index-build`")]
-    out = [Finding("error", "index", f"damaged: {b}", path.name) for b in bad[:5]]
-    if meta.get("schema") in OLDER_SCHEMAS:
-        out.append(
-            Finding(
-                "warning",
-                "index",
-                f"built by an older hs (schema {meta.get('schema')}); "
-                "the next write or hs recall rebuilds it",
-                path.name,
-            )
-        )
-        return out
-    if meta.get("schema") != SCHEMA_VERSION:
-        out.append(Finding("error", "index", f"unknown schema {meta.get('schema')!r}", path.name))
+        schema = gen.meta.get("schema")
+        if isinstance(schema, int) and not isinstance(schema, bool) and schema < SCHEMA_VERSION:
+            return [
+                Finding(
+                    "warning", "index", f"built by an older hs (schema {schema}); {OLDER}", gen.name
+                )
+            ]
+        if schema != SCHEMA_VERSION:
+            return [
+                Finding(
+                    "error", "index", f"unknown schema {gen.meta.get('schema')!r}; {HINT}", gen.name
+                )
+            ]
+        rows = index.status().rows  # opens it: a damaged generation raises
+    except HistError as e:
+        return [Finding("error", "index", f"{e.message}; {HINT}")]
+    finally:
+        index.close()
+    out: list[Finding] = []
     last = store.refs.last_operation()
-    applied = meta.get("applied_op") or None
+    applied = gen.applied_op
     if applied is not None and store.refs.operations_after(applied) is None:
         out.append(
             Finding(
-                "error", "index", f"built from operation {applied}, not in the refs log", path.name
+                "error", "index", f"built from operation {applied}, not in the refs log", gen.name
             )
         )
-    elif meta.get("applied_op") != (last.op if last else ""):
+    elif applied != (last.op if last else None):
         out.append(
             Finding(
                 "warning",
                 "index",
                 "behind the refs log; the next write or hs recall catches it up",
-                path.name,
+                gen.name,
             )
         )
     elif compare and (last is None or store.refs.applied() == last.op):
-        # (an operation logged but not yet applied is reported above; the index
-        # already holds it)
         overlay = Overlay.read(store)
         turns = sum(
             1
@@ -78,6 +76,6 @@ def check_index(store: Store, *, compare: bool) -> list[Finding]:
         )
         if rows != turns:
             out.append(
-                Finding("error", "index", f"holds {rows} turns, the store {turns}", path.name)
+                Finding("error", "index", f"holds {rows} turns, the store {turns}", gen.name)
             )
     return out

@@ -1,115 +1,99 @@
-"""The recall index: SQLite FTS5 over turns, in generations swapped atomically.
+"""The recall index: a Tantivy index over every part of every turn, in generations.
 
-Derived data (docs/format.md, "The recall index"): it can always be rebuilt from
-the objects the session refs reach. Layout under ``index/`` in the store::
+Derived data (docs/format.md, "The recall index"): it can always be rebuilt
+from the objects the session refs reach and the overlay. A build writes a new
+generation beside the old ones and points ``CURRENT`` at it under the index
+lock (histstore.recall.generations); every later change — new turns, a
+forget, an unforget, an undo — is *caught up*: the refs-log operations after
+the one the generation last applied are replayed into one commit (deletes and
+adds, histstore.recall.replay), which readers see whole or not at all. So a
+forget costs a delete and a commit, whatever the size of the store.
 
-    CURRENT             the name of the generation readers use, replaced atomically
-    gen-<n>.sqlite      a generation (and SQLite's -wal/-shm beside it)
-    lock                the index writers' lock (readers never take it)
-
-A rebuild writes a new generation file from scratch, then swaps ``CURRENT``
-under the lock; the last ``KEEP`` generations stay, so a swap can be undone.
-New operations reach the current generation by *catching up*: the refs-log
-entries after the one it last applied are replayed as row changes (a session
-ref that moved from revision A to B: the turns B has that A had not are
-inserted, those A had that B has not are deleted). ``hs import`` and
-``hs record`` catch up before they return.
-
-Rows are numbered in time order (``rowid = asked_at ms * 4096 + n``), so a
-days window is a rowid range. The project scope is a token column inside the
-FTS table. When FTS5 is missing from the SQLite at hand, or the fallback is
-forced, the same questions are answered by LIKE over the same table.
+:func:`recall` is what every caller asks: it catches an index left behind up
+first (if no writer holds the lock), then searches it — or, without the
+engine (``HS_RECALL_FALLBACK``, or Tantivy missing), scans the objects
+(histstore.recall.scan) for the same answer, slower.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
 import os
-import re
 import shutil
-import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import Any
 
 from histstore.errors import BadInput, CorruptStore, HistError, Locked
-from histstore.history.project import project_key
 from histstore.overlay.markers import Overlay
-from histstore.recall.query import K_MAX, Query, RecallResult
-from histstore.recall.replay import Replay, _TooMuch
-from histstore.recall.search import any_match, hits_of, ranked_fts, scan_like
-from histstore.store import fsutil
-from histstore.store.fsutil import atomic_write, fsync_dir, fsync_file
+from histstore.recall.generations import REBUILD_HINT, Generation, Generations, number
+from histstore.recall.hits import make_hits
+from histstore.recall.query import K_MAX, Query, RecallResult, Scope, time_ms
+from histstore.store.kinds import Session, TurnEntry
 from histstore.store.store import Store
 
-if TYPE_CHECKING:
-    pass
-
-#: 2: the ``proj`` column also holds the agent's token (``--agent``); a
-#: generation of an older schema is rebuilt by the next catch-up
-SCHEMA_VERSION = "2"
-KEEP = 3
-
-_GEN = re.compile(r"^gen-(\d+)\.sqlite$")
-
-SCHEMA = """
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE turn(
-    rowid INTEGER PRIMARY KEY,      -- asked_at in ms * 4096 + n: time order
-    turn_id TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    object TEXT NOT NULL,
-    project TEXT NOT NULL,          -- as recorded
-    pkey TEXT NOT NULL,             -- histstore.project.project_key(project)
-    proj TEXT NOT NULL,             -- tokens naming pkey and the agent, for the FTS filters
-    asked_at TEXT NOT NULL,
-    asked TEXT NOT NULL,
-    answered TEXT NOT NULL,
-    files TEXT NOT NULL,            -- read and edited paths, one per line (searched)
-    read_json TEXT NOT NULL,
-    edited_json TEXT NOT NULL,
-    tainted INTEGER NOT NULL,
-    agent TEXT NOT NULL             -- the session's agent (schema 2)
-);
-"""
-# made after a build's bulk load (faster than keeping them up to date row by row)
-INDEXES = """
-CREATE UNIQUE INDEX turn_key ON turn(session_id, turn_id);
-CREATE INDEX turn_pkey ON turn(pkey, rowid);
-CREATE INDEX turn_id ON turn(turn_id);
-"""
-FTS_SCHEMA = """
-CREATE VIRTUAL TABLE fts USING fts5(
-    asked, answered, files, proj, content='turn', content_rowid='rowid'
-);
-"""
-
-
-def fts5_available() -> bool:
-    try:
-        c = sqlite3.connect(":memory:")
-        c.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
-        c.close()
-        return True
-    except sqlite3.OperationalError:
-        return False
+#: the schema of a generation (its meta's ``schema``; docs/format.md): 3, the
+#: first Tantivy one (1 and 2 were SQLite FTS5 databases); a generation of
+#: another schema is rebuilt by the next catch-up
+SCHEMA_VERSION = 3
+#: set (to anything but 0) to answer every recall by scanning the objects
+FALLBACK_ENV = "HS_RECALL_FALLBACK"
+#: the engine's handles on generations this process opened: (path, inode) -> index
+_OPEN: dict[tuple[str, int], Any] = {}
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
-@dataclass
+def load_engine() -> ModuleType:
+    """histstore.recall.engine, or :class:`HistError` when Tantivy cannot be
+    loaded (recall then scans the objects)."""
+    try:
+        from histstore.recall import engine
+    except ImportError as e:
+        raise HistError(
+            f"the search engine cannot be loaded ({e})",
+            hint="reinstall histstore (it needs the tantivy package); recall scans meanwhile",
+        ) from None
+    return engine
+
+
+def load_replay() -> ModuleType:
+    load_engine()
+    from histstore.recall import replay
+
+    return replay
+
+
 class IndexStatus:
-    generation: str | None
-    built_op: str | None
-    applied_op: str | None
-    last_op: str | None
-    rows: int
-    fts5: bool
-    generations: list[str] = field(default_factory=list)
+    """The state of the index (``hs plumbing index-status``). ``deleted``:
+    documents deleted but still in a segment's files (until compact)."""
+
+    def __init__(
+        self,
+        generation: str | None,
+        built_op: str | None,
+        applied_op: str | None,
+        last_op: str | None,
+        rows: int,
+        segments: int = 0,
+        deleted: int = 0,
+        generations: list[str] | None = None,
+        engine: str = "",
+    ) -> None:
+        self.generation = generation
+        self.built_op = built_op
+        self.applied_op = applied_op
+        self.last_op = last_op
+        self.rows = rows
+        self.segments = segments
+        self.deleted = deleted
+        self.generations = generations or []
+        self.engine = engine
 
     @property
     def stale(self) -> bool:
@@ -123,341 +107,301 @@ class IndexStatus:
             "last_op": self.last_op,
             "stale": self.stale,
             "rows": self.rows,
-            "fts5": self.fts5,
+            "segments": self.segments,
+            "deleted": self.deleted,
             "generations": self.generations,
+            "engine": self.engine,
         }
 
 
-class RecallIndex(Replay):
+class RecallIndex:
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.dir = store.root / "index"
-        self._lock: Any = None  # a filelock.FileLock, made by the first writer
+        self.gens = Generations(store)
+        self.dir = self.gens.dir
         # a long-lived caller (an agent's tool, a server) searches many times: the
-        # connection to the current generation is kept until CURRENT names another
-        self._reader: tuple[tuple[Path, int], sqlite3.Connection] | None = None
+        # engine's handle on the current generation is kept while CURRENT names it
+        self._reader: tuple[str, int, Any] | None = None
 
     # -------------------------------------------------------- generations
 
     def current_path(self) -> Path | None:
-        try:
-            name = (self.dir / "CURRENT").read_text("utf-8").strip()
-        except FileNotFoundError:
-            return None
-        if not _GEN.match(name):
-            raise CorruptStore(
-                f"{self.dir / 'CURRENT'} does not name a generation",
-                hint="rebuild the index with `hs plumbing index-build`",
-            )
-        path = self.dir / name
-        if not path.exists():
-            raise CorruptStore(
-                f"the current recall index {name} is missing",
-                hint="rebuild it with `hs plumbing index-build`",
-            )
-        return path
+        gen = self.gens.current()
+        return None if gen is None else gen.path
 
     def generations(self) -> list[Path]:
-        if not self.dir.is_dir():
-            return []
-        gens = [(int(m.group(1)), p) for p in self.dir.iterdir() if (m := _GEN.match(p.name))]
-        return [p for _, p in sorted(gens)]
+        return [self.dir / n for n in self.gens.names()]
 
-    @contextlib.contextmanager
-    def lock(self, timeout: float | None = None) -> Iterator[None]:
-        import filelock  # writers only: readers never lock
-
-        self.dir.mkdir(parents=True, exist_ok=True)
-        if self._lock is None:
-            self._lock = filelock.FileLock(str(self.dir / "lock"))
-        try:
-            self._lock.acquire(timeout=self.store.lock_timeout if timeout is None else timeout)
-        except filelock.Timeout:
-            raise Locked(f"the recall index of {self.store.root} is being rebuilt") from None
-        try:
-            yield
-        finally:
-            self._lock.release()
-
-    @contextlib.contextmanager
-    def _reading(self, path: Path) -> Iterator[sqlite3.Connection]:
-        """A read-only connection to a generation; a damaged file is corruption."""
-        try:
-            conn = self._connect(path, write=False)
-            try:
-                yield conn
-            finally:
-                conn.close()
-        except sqlite3.DatabaseError as e:
-            raise _damaged(path, e) from None
-
-    @contextlib.contextmanager
-    def _searching(self, path: Path) -> Iterator[sqlite3.Connection]:
-        try:
-            key = (path, os.stat(path).st_ino)  # a name is reused if index/ was deleted
-        except FileNotFoundError:
-            key = (path, -1)
-        if self._reader is not None and self._reader[0] != key:
-            self.close()
-        try:
-            if self._reader is None:
-                self._reader = (key, self._connect(path, write=False))
-            yield self._reader[1]
-        except sqlite3.DatabaseError as e:
-            self.close()
-            raise _damaged(path, e) from None
+    def lock(self, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
+        return self.gens.lock(timeout)
 
     def close(self) -> None:
-        if self._reader is not None:
-            self._reader[1].close()
-            self._reader = None
+        self._reader = None
 
-    def _connect(self, path: Path, *, write: bool) -> sqlite3.Connection:
-        if write:
-            conn = sqlite3.connect(path, isolation_level=None)
-        else:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
-        conn.execute("PRAGMA busy_timeout = 5000")
-        if write and not fsutil.FSYNC:
-            conn.execute("PRAGMA synchronous = OFF")  # the test-only switch (store.fsutil)
-        return conn
+    def _open(self, gen: Generation) -> Any:
+        """The engine's handle on a generation, reloaded to its last commit. The
+        handles are kept for the process (a tool or a server asks many times):
+        opening a generation of 1M turns costs milliseconds, reloading one a
+        fraction of that."""
+        engine = load_engine()
+        try:
+            key = (str(gen.path), os.stat(gen.path).st_ino)  # a name is reused if index/ is
+            index = _OPEN.get(key)
+            if index is not None:
+                index.reload()
+            else:
+                for old in [k for k in _OPEN if k[0].startswith(str(self.dir))]:
+                    del _OPEN[old]  # another generation of this index: let its files go
+                index = engine.open_index(gen.path)
+                _OPEN[key] = index
+            self._reader = (gen.name, key[1], index)
+            return index
+        except (ValueError, OSError) as e:
+            for old in [k for k in _OPEN if k[0] == str(gen.path)]:
+                del _OPEN[old]
+            self._reader = None
+            raise _damaged(gen.name, e) from None
 
     def status(self) -> IndexStatus:
         last = self.store.refs.last_operation()
-        path = self.current_path()
-        gens = [p.name for p in self.generations()]
-        if path is None:
-            return IndexStatus(
-                None, None, None, last.op if last else None, 0, fts5_available(), gens
-            )
-        with self._reading(path) as conn:
-            meta = self._meta(conn)
+        last_op = last.op if last else None
+        gen = self.gens.current()
+        names = self.gens.names()
+        if gen is None:
+            return IndexStatus(None, None, None, last_op, 0, generations=names)
+        engine = load_engine()
+        searcher = self._open(gen).searcher()
+        try:
+            segs = engine.segments(gen.path)
+        except (OSError, ValueError) as e:
+            raise _damaged(gen.name, e) from None
+        deleted = sum(int((s.get("deletes") or {}).get("num_deleted_docs", 0)) for s in segs)
         return IndexStatus(
-            path.name,
-            meta.get("built_op") or None,
-            meta.get("applied_op") or None,
-            last.op if last else None,
-            int(meta.get("rows", "0")),
-            meta.get("fts5") == "1",
-            gens,
+            gen.name,
+            gen.built_op,
+            gen.applied_op,
+            last_op,
+            int(searcher.num_docs),
+            len(segs),
+            deleted,
+            names,
+            engine.version(),
         )
 
     def behind(self) -> bool:
         """Whether operations were applied that the current generation lacks (or
-        there is none while turns exist): a cheap check, reading two ids."""
+        there is none while turns exist): a cheap check, reading two small files."""
         try:
             applied = (self.store.root / "refs.applied").read_text("ascii").strip()
         except FileNotFoundError:
             return False  # nothing was ever recorded
-        path = self.current_path()
-        if path is None:
+        gen = self.gens.current()
+        if gen is None:
             return True
-        with self._reading(path) as conn:
-            meta = self._meta(conn)
-        return meta.get("applied_op") != applied or meta.get("schema") != SCHEMA_VERSION
+        return gen.applied_op != applied or gen.meta.get("schema") != SCHEMA_VERSION
 
-    # -------------------------------------------------------- build
+    # -------------------------------------------------------- writing
 
-    def build(self, *, fts: bool | None = None) -> IndexStatus:
+    def build(self) -> IndexStatus:
         """A new generation from every turn the session refs reach, swapped in."""
-        use_fts = fts5_available() if fts is None else fts
         with self.lock():
-            gens = self.generations()
-            n = int(_GEN.match(gens[-1].name).group(1)) + 1 if gens else 1  # type: ignore[union-attr]
-            final = self.dir / f"gen-{n}.sqlite"
-            tmp = self.dir / f".gen-{n}.{os.getpid()}.tmp"
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-            # built from the refs as of the last operation fully applied (one
-            # logged but still moving its refs is caught up afterwards)
-            done = self.store.refs.applied()
-            conn = sqlite3.connect(tmp, isolation_level=None)
-            try:
-                conn.execute("PRAGMA journal_mode = OFF")
-                conn.execute("PRAGMA synchronous = OFF")
-                conn.executescript(SCHEMA)
-                if use_fts:
-                    conn.executescript(FTS_SCHEMA)
-                conn.execute("BEGIN")
-                rows = 0
-                overlay = Overlay.read(self.store)
-                taken: dict[int, int] = {}
-                for session in self.store.sessions():
-                    for entry in session.turns:
-                        if overlay.hides(session.session_id, entry.turn_id):
-                            continue  # forgotten: the index never holds it
-                        self._row(conn, False, session, entry, taken)
-                        rows += 1
-                conn.execute("COMMIT")
-                # indexes and the FTS table made once over the loaded rows: faster
-                # than keeping them up to date a row at a time
-                conn.executescript(INDEXES)
-                conn.execute("BEGIN")
-                if use_fts:
-                    conn.execute("INSERT INTO fts(fts) VALUES ('rebuild')")
-                op = done or ""
-                self._set_meta(
-                    conn,
-                    schema=SCHEMA_VERSION,
-                    built_op=op,
-                    applied_op=op,
-                    built_at=_now().isoformat(),
-                    rows=str(rows),
-                    fts5="1" if use_fts else "0",
-                )
-                conn.execute("COMMIT")
-                if use_fts:
-                    conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
-                conn.execute("PRAGMA journal_mode = WAL")
-            except BaseException:
-                conn.close()
-                with contextlib.suppress(FileNotFoundError):
-                    tmp.unlink()
-                raise
-            conn.close()
-            self._publish(tmp, final)
+            self._build()
         return self.status()
 
-    def _publish(self, tmp: Path, final: Path) -> None:
-        """Make a finished generation durable, name it, point CURRENT at it, and
-        prune the old ones (with the index lock held)."""
-        fsync_file(tmp)
-        os.replace(tmp, final)
-        fsync_dir(self.dir)
-        atomic_write(self.dir / "CURRENT", (final.name + "\n").encode())
-        with contextlib.suppress(OSError):  # an old file that will not go is no failure
-            self._prune()
-
-    def _prune(self) -> None:
-        gens = self.generations()
-        current = self.current_path()
-        for old in gens[:-KEEP]:
-            if old == current:
-                continue
-            _remove_db(old)
-
-    def swap(self) -> IndexStatus:
-        """A new generation that is the current one caught up to the refs log
-        (overlay changes included), swapped in: a copy of the file, not a
-        rebuild, so a forget at 100k turns costs a file copy. The current
-        generation keeps serving until the swap and stays for rollback."""
-        with self.lock():
-            current = self.current_path()
-            if current is None:
-                return self.build()
-            conn = self._connect(current, write=True)
-            try:
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # all of it in the main file
-            finally:
-                conn.close()
-            n = _gen_no(self.generations()[-1]) + 1
-            final = self.dir / f"gen-{n}.sqlite"
-            tmp = self.dir / f".gen-{n}.{os.getpid()}.tmp"
-            try:
-                shutil.copyfile(current, tmp)
-                conn = self._connect(tmp, write=True)
-                try:
-                    self._catch_up(conn)
-                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                except _TooMuch:
-                    conn.close()
-                    _remove_db(tmp)
-                    return self.build()  # far behind: a whole new generation
-                finally:
-                    conn.close()
-                _remove_db(tmp, main=False)  # checkpointed: all of it is in the main file
-            except BaseException:
-                _remove_db(tmp)
-                raise
-            self._publish(tmp, final)
-        return self.status()
-
-    def holds(self, session_id: str | None = None, turn_id: str | None = None) -> int:
-        """Rows of the current generation for a session or a turn (a check that a
-        target is gone after a forget)."""
-        path = self.current_path()
-        if path is None:
-            return 0
-        where, args = [], []
-        if session_id is not None:
-            where.append("session_id = ?")
-            args.append(session_id)
-        if turn_id is not None:
-            where.append("turn_id = ?")
-            args.append(turn_id)
-        with self._reading(path) as conn:
-            sql = "SELECT count(*) FROM turn" + (" WHERE " + " AND ".join(where) if where else "")
-            return int(conn.execute(sql, args).fetchone()[0])
-
-    def sessions_of(self, turn_id: str) -> list[str]:
-        """The sessions whose turn ``turn_id`` the current generation holds."""
+    def _build(self) -> str:
+        engine, replay = load_engine(), load_replay()
+        n = self.gens.next_number()
+        tmp = self.gens.scratch(n)
+        # built from the refs as of the last operation fully applied (one logged
+        # but still moving its refs is caught up afterwards)
+        done = self.store.refs.applied() or ""
+        w = None
         try:
-            path = self.current_path()
-        except HistError:
-            return []
-        if path is None:
-            return []
-        with self._reading(path) as conn:
-            rows = conn.execute("SELECT session_id FROM turn WHERE turn_id = ?", (turn_id,))
-            return sorted({r[0] for r in rows})
+            w = replay.Writer(self.store, engine.create(tmp), bulk=True)
+            overlay = Overlay.read(self.store)
+            for session, entry in self._newest_first():
+                if not overlay.hides(session.session_id, entry.turn_id):
+                    w.w.add_document(w.document(session, entry))
+            w.commit()
+            w = None
+        except BaseException:
+            if w is not None:
+                with contextlib.suppress(Exception):
+                    w.abandon()
+                w = None
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        meta = {
+            "schema": SCHEMA_VERSION,
+            "built_op": done,
+            "applied_op": done,
+            "built_at": _now().isoformat(),
+            "engine": engine.version(),
+        }
+        return self.gens.publish(tmp, n, meta)
+
+    def _newest_first(self) -> Iterator[tuple[Session, TurnEntry]]:
+        """Every turn of every session, newest first. A build adds documents in
+        this order, so each segment holds a stretch of time: a days window then
+        passes over segments wholly outside it (Tantivy compares a segment's
+        smallest and largest time with the window; five times faster at 1M),
+        and among equal scores the engine keeps the newer. Sessions are read
+        twice (once for their last turn's time); only those still being merged
+        are held."""
+        last: list[tuple[int, str, str]] = []
+        for sid in self.store.session_refs():
+            s = self.store.session(sid)
+            if s.turns:
+                last.append((time_ms(s.turns[-1].asked_at), sid, s.rev))
+        last.sort(reverse=True)
+        # (-time, turn id, the session's place in ``last``, position, session)
+        heap: list[tuple[int, str, int, int, Session]] = []
+        i = 0
+        while i < len(last) or heap:
+            # open every session whose newest turn is at least as new as the
+            # newest turn still waiting: none opened later can be newer
+            while i < len(last) and (not heap or last[i][0] >= -heap[0][0]):
+                s = self.store.load_session(last[i][2])
+                n = len(s.turns) - 1
+                heapq.heappush(heap, (-time_ms(s.turns[n].asked_at), s.turns[n].turn_id, i, n, s))
+                i += 1
+            _, _, at, n, s = heapq.heappop(heap)
+            yield s, s.turns[n]
+            if n:
+                t = s.turns[n - 1]
+                heapq.heappush(heap, (-time_ms(t.asked_at), t.turn_id, at, n - 1, s))
+
+    def catch_up(self, *, timeout: float | None = None) -> int:
+        """Apply the operations logged since the current generation last did, in
+        one commit; build a first generation when there is none. Returns the
+        documents deleted or added (or built)."""
+        with self.lock(timeout):
+            return self._catch_up()
+
+    def _catch_up(self) -> int:
+        gen = self.gens.current()
+        if gen is None or gen.meta.get("schema") != SCHEMA_VERSION:
+            if not self.store.session_refs():
+                return 0  # nothing recorded yet: no index needed
+            self._build()
+            return self.status().rows
+        replay = load_replay()
+        todo = replay.pending(self.store, gen.applied_op)
+        if not todo:
+            return 0
+        changed = 0
+        if any(replay.touches_index(op) for op in todo):
+            engine = load_engine()
+            try:
+                index = engine.open_index(gen.path)
+            except ValueError as e:
+                raise _damaged(gen.name, e) from None
+            w = replay.Writer(self.store, index, bulk=replay.session_changes(todo) > 32)
+            overlay = Overlay.read(self.store)
+            try:
+                for op in todo:
+                    if replay.touches_index(op):
+                        replay.apply(self.store, w, op, overlay)
+            except BaseException:
+                w.abandon()
+                raise
+            w.commit()
+            changed = w.changed
+            del w, index
+        # after the commit: a crash between the two replays these operations
+        # again, which gives the same documents (histstore.recall.replay)
+        self.gens.write_meta(gen.name, {**gen.meta, "applied_op": todo[-1].op})
+        return changed
 
     def rollback(self) -> IndexStatus:
         """Serve the generation before the current one (it catches up on the next write)."""
         with self.lock():
-            gens = self.generations()
-            current = self.current_path()
-            older = [g for g in gens if current is None or g.name != current.name]
-            older = [g for g in older if current is None or _gen_no(g) < _gen_no(current)]
+            current = self.gens.current_name()
+            names = self.gens.names()
+            older = [n for n in names if current is None or number(n) < number(current)]
             if not older:
                 raise BadInput("no earlier generation of the recall index is kept")
-            atomic_write(self.dir / "CURRENT", (older[-1].name + "\n").encode())
+            self.gens.point(older[-1])
         return self.status()
 
     def compact(self) -> IndexStatus:
-        """Merge the current generation's FTS segments (so a deleted row's text,
-        a forgotten turn's, leaves the file) and delete every other generation
-        (older ones hold that text too). What ``hs gc`` calls."""
+        """Rewrite every segment that holds deleted documents, so what was
+        deleted (a forgotten turn's text, a revised turn's old text) leaves the
+        index files for good; then delete every other generation (older ones
+        hold it too). What ``hs gc`` calls."""
         with self.lock():
-            current = self.current_path()
-            if current is not None:
-                conn = self._connect(current, write=True)
-                try:
-                    with contextlib.suppress(sqlite3.OperationalError):  # built without FTS5
-                        conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
-                    conn.execute("VACUUM")
-                except sqlite3.DatabaseError as e:
-                    raise _damaged(current, e) from None
-                finally:
-                    conn.close()
-                for old in self.generations():
-                    if old != current:
-                        _remove_db(old)
+            self._catch_up()
+            gen = self.gens.current()
+            if gen is not None:
+                self._compact(gen)
+                for name in self.gens.names():
+                    if name != gen.name:
+                        self.gens.remove(name)
         return self.status()
 
-    # -------------------------------------------------------- catch up
+    def _compact(self, gen: Generation) -> None:
+        engine, replay = load_engine(), load_replay()
+        segs = engine.segments(gen.path)
+        affected = {
+            i for i, s in enumerate(segs) if (s.get("deletes") or {}).get("num_deleted_docs")
+        }
+        if not affected:
+            return
+        ids = {segs[i]["segment_id"] for i in affected}
+        index = engine.open_index(gen.path)
+        searcher = index.searcher()
+        live = engine.all_live(searcher)
+        keys = [engine.stored_key(searcher, a) for a in live if a.segment_ord in affected]
+        w = replay.Writer(self.store, index, bulk=len(keys) > 32)
+        overlay = Overlay.read(self.store)
+        current: dict[str, Any] = {}
+        try:
+            for session_id, turn_id in keys:
+                w.delete(session_id, turn_id)
+                if session_id not in current:
+                    rev = self.store.session_ref(session_id)
+                    current[session_id] = self.store.load_session(rev) if rev else None
+                s = current[session_id]
+                entry = next((e for e in s.turns if e.turn_id == turn_id), None) if s else None
+                if entry is not None and not overlay.hides(session_id, turn_id):
+                    w.w.add_document(w.document(s, entry))
+        except BaseException:
+            w.abandon()
+            raise
+        w.commit()
+        del w, index, searcher
+        self._reader = None
+        left = {s["segment_id"] for s in engine.segments(gen.path)} & ids
+        if left:  # the segments were not dropped: make sure, by building anew
+            self._build()
 
-    def catch_up(self, *, timeout: float | None = None) -> int:
-        """Apply the operations logged since the current generation last did;
-        build a first generation when there is none. Returns rows changed."""
-        with self.lock(timeout):
-            path = self.current_path()
-            if path is None:
-                if not self.store.session_refs():
-                    return 0  # nothing recorded yet: no index needed
-                return self.build().rows  # build() takes the (re-entrant) lock
-            conn = self._connect(path, write=True)
-            try:
-                if self._meta(conn).get("schema") != SCHEMA_VERSION:
-                    conn.close()
-                    return self.build().rows  # an older schema: a whole new generation
-                return self._catch_up(conn)
-            except _TooMuch:
-                conn.close()
-                return self.build().rows  # build() takes the (re-entrant) lock
-            finally:
-                conn.close()
+    # -------------------------------------------------------- reading
 
-    # -------------------------------------------------------- search
+    def holds(self, session_id: str | None = None, turn_id: str | None = None) -> int:
+        """Documents of the current generation for a session or a turn (a check
+        that a target is gone after a forget)."""
+        gen = self.gens.current()
+        if gen is None:
+            return 0
+        engine = load_engine()
+        index = self._open(gen)
+        return int(
+            engine.count(index.searcher(), engine.key_query(index.schema, session_id, turn_id))
+        )
+
+    def sessions_of(self, turn_id: str) -> list[str]:
+        """The sessions whose turn ``turn_id`` the current generation holds."""
+        try:
+            gen = self.gens.current()
+            if gen is None:
+                return []
+            engine = load_engine()
+            index = self._open(gen)
+        except HistError:
+            return []
+        searcher = index.searcher()
+        found = engine.any_hit(searcher, engine.key_query(index.schema, None, turn_id), 1000)
+        return sorted({engine.stored_key(searcher, a)[0] for a in found})
 
     def search(
         self,
@@ -467,75 +411,67 @@ class RecallIndex(Replay):
         days: int | None = None,
         k: int = 5,
         agent: str | None = None,
+        session: str | None = None,
         fallback: bool = False,
     ) -> RecallResult:
-        """The k best turns for ``text``: within ``project`` (a directory; None
-        searches everywhere), the last ``days`` days, and of one ``agent``'s
-        sessions (None: every agent's). Never takes a lock."""
+        """The k best turns for ``text``: within ``project`` (as a person gives
+        it: a directory or a name; None searches everywhere), the last ``days``
+        days, one agent, one session. Never takes a lock."""
         if not 1 <= k <= K_MAX:
             raise BadInput(f"-k {k}: give a number from 1 to {K_MAX}")
-        if days is not None and days < 1:
-            raise BadInput(f"--days {days}: give a number of days, 1 or more")
+        scope = Scope.of(project, days=days, agent=agent, session=session)
         query = Query.parse(text)
-        scope = project_key(project) if project is not None else None
-        path = self.current_path()
-        if path is None:
+        since = None
+        if days is not None:
+            since = int((_now() - timedelta(days=days)).timestamp() * 1000)
+        gen = None if fallback else self.gens.current()
+        engine_ok = not fallback and _engine_loads()
+        path = "tantivy" if engine_ok else "scan"
+        if engine_ok and gen is None:
             if self.store.session_refs():
                 raise HistError(
                     "the recall index has not been built",
                     hint="build it with `hs plumbing index-build`",
                 )
-            return RecallResult(query, [], "empty", scope, days, "none")
-        with self._searching(path) as conn:
-            use_like = fallback or self._meta(conn).get("fts5") != "1"
-            where = "fts5" if not use_like else "like"
-            if not query.terms:
-                return RecallResult(query, [], "no-terms", scope, days, where)
-            if conn.execute("SELECT 1 FROM turn LIMIT 1").fetchone() is None:
-                return RecallResult(query, [], "empty", scope, days, where)
-            since = None
-            if days is not None:
-                since = int((_now() - timedelta(days=days)).timestamp() * 1000) * 4096
-            if agent is not None and not agent.strip():
-                raise BadInput("--agent: give an agent's name (claude-code, codex, ...)")
-            if use_like:
-                ranked = scan_like(conn, query, scope, since, k, agent)
-            else:
-                ranked = ranked_fts(conn, query, scope, since, k, agent)
-            # the overlay is merged at read time: a target forgotten a moment ago is
-            # hidden even before the index has dropped its rows
-            overlay = Overlay.read(self.store)
-            hits = hits_of(conn, query, ranked, k, overlay)
-            if hits:
-                outcome = "found"
-            elif days is not None and any_match(conn, query, scope, use_like, overlay, agent):
-                outcome = "no-match-in-days"
-            else:
-                outcome = "no-match"
-            return RecallResult(query, hits, outcome, scope, days, where)
+            return RecallResult(query, [], "empty", scope.key, days, "none")
+        if not query.terms:
+            return RecallResult(query, [], "no-terms", scope.key, days, path)
+        # the overlay is merged at read time: a target forgotten a moment ago is
+        # hidden even before the index has dropped it
+        overlay = Overlay.read(self.store)
+        if gen is not None and engine_ok:
+            from histstore.recall.search import search
+
+            hits, outcome = search(self.store, self._open(gen), query, scope, since, k, overlay)
+        else:
+            from histstore.recall.scan import scan
+
+            found = scan(self.store, query, scope, since, overlay)
+            hits = make_hits(self.store, query, found.ranked, k, overlay)
+            outcome = "found" if hits else "no-match-in-days" if found.older else "no-match"
+        if not hits and not self.store.session_refs():
+            outcome = "empty"  # nothing recorded yet
+        return RecallResult(query, hits, outcome, scope.key, days, path)
 
 
-def _damaged(path: Path, e: Exception) -> CorruptStore:
-    return CorruptStore(
-        f"the recall index {path.name} is damaged ({e})",
-        hint="rebuild it with `hs plumbing index-build`",
-    )
+def _engine_loads() -> bool:
+    try:
+        load_engine()
+    except HistError:
+        return False
+    return True
 
 
-def _remove_db(path: Path, *, main: bool = True) -> None:
-    """A database file and SQLite's -wal and -shm beside it (or only those)."""
-    for suffix in ("", "-wal", "-shm") if main else ("-wal", "-shm"):
-        with contextlib.suppress(FileNotFoundError):
-            Path(str(path) + suffix).unlink()
+def _damaged(name: str, e: Exception) -> CorruptStore:
+    return CorruptStore(f"the recall index {name} is damaged ({e})", hint=REBUILD_HINT)
 
 
-def _gen_no(path: Path) -> int:
-    m = _GEN.match(path.name)
-    return int(m.group(1)) if m else 0
-
-
-#: set (to anything but 0) to answer every recall by the LIKE path
-FALLBACK_ENV = "HS_RECALL_FALLBACK"
+def compact(store: Store) -> IndexStatus:
+    """What ``hs gc`` calls: every segment holding deleted documents rewritten,
+    every older generation deleted, so the text of a turn deleted from the
+    index (an exclusion, a tombstone, a revised turn's old text) is in no
+    file of ``index/`` any more. Waits for the index lock."""
+    return RecallIndex(store).compact()
 
 
 def recall(
@@ -546,17 +482,26 @@ def recall(
     days: int | None = None,
     k: int = 5,
     agent: str | None = None,
+    session: str | None = None,
 ) -> RecallResult:
     """What ``hs recall`` and every library caller ask: the index caught up
     first when it is behind the refs log (a store written before it existed,
     a crash) — if no writer holds the index lock; a search never waits for
     one, it searches what is there — then searched."""
     index = RecallIndex(store)
+    fallback = os.environ.get(FALLBACK_ENV, "") not in ("", "0") or not _engine_loads()
     try:
-        if index.behind():
+        if not fallback and index.behind():
             with contextlib.suppress(Locked):
                 index.catch_up(timeout=0)
-        fallback = os.environ.get(FALLBACK_ENV, "") not in ("", "0")
-        return index.search(text, project=project, days=days, k=k, agent=agent, fallback=fallback)
+        return index.search(
+            text,
+            project=project,
+            days=days,
+            k=k,
+            agent=agent,
+            session=session,
+            fallback=fallback,
+        )
     finally:
         index.close()

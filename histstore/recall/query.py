@@ -1,54 +1,106 @@
-"""Queries: what a recall looks for, and the excerpt a hit shows.
+"""Queries: what a recall looks for, where it looks, and what a hit shows.
 
 A query is reduced to its informative terms (function words dropped,
-histstore.recall.stopwords), each a phrase of tokens as SQLite's unicode61
-tokenizer makes them (letters and digits, case folded, diacritics removed), so
-the FTS5 path and the scanning path agree on what matches. An excerpt is the
+histstore.recall.stopwords), each a phrase of tokens as the index's analyzer
+makes them (runs of letters and digits, case and accents folded), so the
+engine and the scan agree on what matches. The scope (a project by path or
+by name, days, an agent, a session) is a :class:`Scope`. An excerpt is the
 text around the first match, read from the stored turn.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
-from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+from histstore.errors import BadInput
+from histstore.history.project import project_key
+from histstore.history.turn import parse_time
 from histstore.recall.stopwords import FUNCTION_WORDS
 
 K_MAX = 10
 EXCERPT = 160
 UNTRUSTED_LABEL = "[this turn read untrusted content — weigh its answer accordingly]"
 
-_TOKEN = re.compile(r"[^\W_]+")  # what SQLite's unicode61 tokenizer keeps as a token
+_TOKEN = re.compile(r"[^\W_]+")  # runs of letters and digits, as the index's tokenizer
 _PUNCT = "\"'`.,;:!?()[]{}<>"
+#: a token of this many UTF-8 bytes or more is not indexed (nor searched)
+TOKEN_MAX = 40
+#: letters ASCII folding maps that Unicode decomposition does not
+_FOLD = str.maketrans(
+    {"ß": "ss", "æ": "ae", "ø": "o", "œ": "oe", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "ı": "i"}
+)
+
+
+#: the combining marks decomposition leaves after a letter (accents, diacritics)
+_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+
+
+#: the letters of ``_FOLD``, found at C speed (translating a long text by a
+#: dict costs a Python lookup per character)
+_FOLDED = re.compile("[" + "".join(chr(c) for c in _FOLD) + "]")
+
+
+def _fold_letter(m: re.Match[str]) -> str:
+    return str(_FOLD[ord(m.group())])
 
 
 def fold(text: str | None) -> str:
-    """Lower case without diacritics, as unicode61 compares (``Café`` -> ``cafe``)."""
+    """Lower case without accents, as the index compares (``Café`` -> ``cafe``)."""
     if text is None:
         return ""
     text = text.lower()
     if text.isascii():
         return text
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    if _FOLDED.search(text):
+        text = _FOLDED.sub(_fold_letter, text)
+    return _MARKS.sub("", unicodedata.normalize("NFKD", text))
+
+
+#: a token this long (characters) may be of 40 UTF-8 bytes or more
+_MAYBE_LONG = TOKEN_MAX // 4
 
 
 def tokens(text: str) -> list[str]:
-    """Tokens as SQLite's unicode61 tokenizer makes them: letters and digits,
-    case folded, diacritics removed (so the LIKE path's check agrees with FTS5)."""
-    return _TOKEN.findall(fold(text))
+    """Tokens as the index's analyzer makes them: runs of letters and digits,
+    case and accents folded, those of 40 bytes or more dropped."""
+    toks: list[str] = _TOKEN.findall(fold(text))
+    if any(len(t) >= _MAYBE_LONG for t in toks):
+        toks = [t for t in toks if len(t) < _MAYBE_LONG or len(t.encode("utf-8")) < TOKEN_MAX]
+    return toks
+
+
+def time_ms(ts: str) -> int:
+    """An RFC 3339 time as milliseconds since the epoch (a document's ``ts``)."""
+    try:
+        # the stored form (...T10:00:00.000Z) in C; anything else the full parser
+        dt = datetime.fromisoformat(ts)
+    except ValueError:
+        dt = None
+    if dt is None or dt.tzinfo is None:  # (no zone: UTC, as parse_time reads it)
+        dt = parse_time(ts)
+    return int(dt.timestamp() * 1000)
 
 
 # ------------------------------------------------------------------ queries
 
 
-@dataclass(frozen=True)
+# (plain classes, not dataclasses: each dataclass costs a millisecond or more
+# of start-up, and hs recall imports this module on every question)
+
+
 class Query:
     """A query reduced to its informative terms, each a phrase of tokens."""
 
-    text: str
-    terms: tuple[tuple[str, ...], ...]
+    __slots__ = ("terms", "text")
+
+    def __init__(self, text: str, terms: tuple[tuple[str, ...], ...]) -> None:
+        self.text = text
+        self.terms = terms
 
     @classmethod
     def parse(cls, text: str) -> Query:
@@ -65,13 +117,86 @@ class Query:
             seen.setdefault(toks, None)
         return cls(text, tuple(seen))
 
-    def fts(self) -> str:
-        return self.fts_of(self.terms)
 
-    @staticmethod
-    def fts_of(terms: tuple[tuple[str, ...], ...]) -> str:
-        """Each term quoted (so ``login_user`` is the phrase "login user"), OR-ed."""
-        return " OR ".join('"' + " ".join(t) + '"' for t in terms)
+class Scope:
+    """Where a recall looks: a project (``key``, the project key searched; the
+    paths it matches; or, given as a bare name, every project whose last path
+    component it is), the last ``days`` days, one agent, one session."""
+
+    __slots__ = ("agent", "days", "key", "name", "paths", "session")
+
+    def __init__(
+        self,
+        key: str | None = None,
+        paths: tuple[str, ...] = (),
+        name: str | None = None,
+        days: int | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+    ) -> None:
+        self.key = key
+        self.paths = paths
+        self.name = name
+        self.days = days
+        self.agent = agent
+        self.session = session
+
+    @classmethod
+    def of(
+        cls,
+        project: str | None,
+        *,
+        days: int | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+    ) -> Scope:
+        """``project`` as a person gave it (None: everywhere). A directory that
+        exists here is made absolute and mapped to its project key; anything
+        else is a path as given; a name without ``/`` also matches every
+        project whose last path component it is. A trailing slash is ignored."""
+        if days is not None and days < 1:
+            raise BadInput(f"--days {days}: give a number of days, 1 or more")
+        for what, value in (("--agent", agent), ("--session", session)):
+            if value is not None and not value.strip():
+                raise BadInput(f"{what}: give a non-empty value")
+        if project is None:
+            return cls(days=days, agent=agent, session=session)
+        text = project.strip()
+        if not text:
+            raise BadInput("--project: give a project directory or name")
+        bare = text.rstrip("/\\") or text[:1]
+        paths = [bare]
+        if os.path.isdir(bare):
+            absolute = str(Path(bare).resolve())
+            paths = [project_key(absolute), absolute]
+        key = paths[0]
+        name = bare if "/" not in bare and "\\" not in bare else None
+        return cls(key, tuple(dict.fromkeys(paths)), name, days, agent, session)
+
+    def matches(self, paths: list[str], names: list[str]) -> bool:
+        """Whether a turn with these project values (engine.project_values) is in scope."""
+        if not self.paths and not self.name:
+            return True
+        return any(p in self.paths for p in paths) or (self.name is not None and self.name in names)
+
+
+def project_values(project: str) -> tuple[list[str], list[str]]:
+    """What a turn's project is matched by: (paths, names). The paths are the
+    project as recorded and its project key, without a trailing slash; the names
+    their last components."""
+    paths = list(dict.fromkeys(p for p in (strip(project), strip(project_key(project))) if p))
+    names = list(dict.fromkeys(n for n in (base_name(p) for p in paths) if n))
+    return paths, names
+
+
+def strip(path: str) -> str:
+    """A path without its trailing slashes (``/`` stays ``/``)."""
+    out = path.rstrip("/\\")
+    return out if out else path[:1]
+
+
+def base_name(path: str) -> str:
+    return strip(path).replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def term_in(term: tuple[str, ...], toks: list[str]) -> int:
@@ -85,21 +210,15 @@ def term_in(term: tuple[str, ...], toks: list[str]) -> int:
 
 
 def excerpt(text: str, terms: tuple[tuple[str, ...], ...], width: int = EXCERPT) -> str | None:
-    """The text around the first match of any term (token-wise, ignoring case),
-    whitespace collapsed; None when no term is in the text. The same rule serves
-    both search paths."""
+    """The text around the first match of any term (token-wise, ignoring case
+    and accents), whitespace collapsed; None when no term is in the text. The
+    same rule serves the engine's hits and the scan's."""
     flat = " ".join(text.split())
     folded = fold(flat)
-    if not any(t[0] in folded for t in terms):
-        return None  # no term's first token anywhere: the common case, decided at C speed
-    spans = [(m.start(), fold(m.group())) for m in _TOKEN.finditer(flat)]
-    words = [w for _, w in spans]
     firsts = {t[0] for t in terms}
-    best: int | None = None
-    for i, w in enumerate(words):
-        if w in firsts and any(tuple(words[i : i + len(t)]) == t for t in terms):
-            best = spans[i][0]
-            break
+    if not any(f in folded for f in firsts):
+        return None  # no term's first token anywhere: the common case, decided at C speed
+    best = _first_match(flat, folded, terms, firsts)
     if best is None:
         return None
     lo = max(0, best - width // 2)
@@ -115,30 +234,93 @@ def excerpt(text: str, terms: tuple[tuple[str, ...], ...], width: int = EXCERPT)
     return ("…" if lo > 0 else "") + flat[lo:hi] + ("…" if hi < len(flat) else "")
 
 
-@dataclass
+def _first_match(
+    flat: str, folded: str, terms: tuple[tuple[str, ...], ...], firsts: set[str]
+) -> int | None:
+    """Where in ``flat`` the first term starts, token-wise."""
+    if len(folded) == len(flat):
+        # folding kept every position: find the first tokens by one regex over
+        # the folded text, then check the rest of the phrase after each
+        pattern = re.compile(
+            "(?<![^\\W_])(?:" + "|".join(re.escape(f) for f in sorted(firsts)) + ")(?![^\\W_])"
+        )
+        span = 80 * max(len(t) for t in terms)  # room for the longest phrase's tokens
+        for m in pattern.finditer(folded):
+            toks = _TOKEN.findall(folded, m.start(), m.start() + span)
+            if any(tuple(toks[: len(t)]) == t for t in terms if t[0] == m.group()):
+                return m.start()
+        return None
+    spans = [(m.start(), fold(m.group())) for m in _TOKEN.finditer(flat)]
+    words = [w for _, w in spans]
+    for i, w in enumerate(words):
+        if w in firsts and any(tuple(words[i : i + len(t)]) == t for t in terms):
+            return spans[i][0]
+    return None
+
+
 class Hit:
-    turn_id: str
-    session_id: str
-    object: str
-    project: str
-    asked_at: str
-    excerpt: str
-    read: list[str]
-    edited: list[str]
-    tainted: bool
-    score: float
-    #: the agent of the turn's session
-    agent: str = ""
+    """A turn found: its ids, what it says where it matched (``field``, the
+    field it matched in most; ``where``, in words: "in Bash output"), its
+    bm25 ``score``."""
+
+    __slots__ = (
+        "agent",
+        "asked_at",
+        "edited",
+        "excerpt",
+        "field",
+        "object",
+        "project",
+        "read",
+        "score",
+        "session_id",
+        "tainted",
+        "turn_id",
+        "where",
+    )
+
+    def __init__(
+        self,
+        *,
+        turn_id: str,
+        session_id: str,
+        object: str,
+        project: str,
+        asked_at: str,
+        excerpt: str,
+        read: list[str],
+        edited: list[str],
+        tainted: bool,
+        score: float,
+        field: str,
+        where: str,
+        agent: str = "",
+    ) -> None:
+        self.turn_id = turn_id
+        self.session_id = session_id
+        self.object = object
+        self.project = project
+        self.asked_at = asked_at
+        self.excerpt = excerpt
+        self.read = read
+        self.edited = edited
+        self.tainted = tainted
+        self.score = score
+        self.field = field
+        self.where = where
+        self.agent = agent
 
     def as_json(self) -> dict[str, Any]:
         return {
             "turn_id": self.turn_id,
             "session_id": self.session_id,
-            "agent": self.agent,
             "object": self.object,
             "project": self.project,
             "asked_at": self.asked_at,
+            "agent": self.agent,
             "excerpt": self.excerpt,
+            "field": self.field,
+            "where": self.where,
             "read": self.read,
             "edited": self.edited,
             "tainted": self.tainted,
@@ -146,12 +328,26 @@ class Hit:
         }
 
 
-@dataclass
 class RecallResult:
-    query: Query
-    hits: list[Hit]
-    #: "found" | "no-terms" | "empty" (nothing recorded yet) | "no-match" | "no-match-in-days"
-    outcome: str
-    scope: str | None  # the project key searched, None when everywhere
-    days: int | None
-    path: str  # "fts5" or "like"
+    """What a recall answers. ``outcome``: "found", "no-terms", "empty" (nothing
+    recorded yet), "no-match" or "no-match-in-days"; ``scope``: the project key
+    searched (None: everywhere); ``path``: "tantivy" (the index), "scan" (the
+    objects, no engine) or "none"."""
+
+    __slots__ = ("days", "hits", "outcome", "path", "query", "scope")
+
+    def __init__(
+        self,
+        query: Query,
+        hits: list[Hit],
+        outcome: str,
+        scope: str | None,
+        days: int | None,
+        path: str,
+    ) -> None:
+        self.query = query
+        self.hits = hits
+        self.outcome = outcome
+        self.scope = scope
+        self.days = days
+        self.path = path

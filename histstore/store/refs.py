@@ -21,6 +21,7 @@ atomically, and a torn last log line is skipped (and reported by fsck).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 import re
@@ -125,6 +126,10 @@ class RefStore:
         self.packed_path = root / PACKED_NAME
         self._packed: tuple[tuple[int, int, int], dict[str, str]] | None = None
         self._folders: tuple[dict[str, str], set[str]] | None = None
+        #: the sorted names of packed-refs, by its (inode, size, mtime)
+        self._names: tuple[tuple[int, int, int] | None, list[str]] | None = None
+        #: any_under's last answer, by packed-refs' (inode, size, mtime) and namespace
+        self._under: dict[tuple[int, int, int, str], bool] = {}
 
     # ---------------------------------------------------------------- reading
 
@@ -224,8 +229,28 @@ class RefStore:
                 return True
         except (FileNotFoundError, NotADirectoryError):
             pass
-        prefix = namespace + "/"
-        return any(name.startswith(prefix) for name in self.packed())
+        # packed-refs holds every ref of a bulk-written store (44k lines at 1M
+        # turns: ~160 ms to parse): one search of its bytes per version of the
+        # file instead (names hold no space, so " <namespace>/" starts a name)
+        try:
+            st = os.stat(self.packed_path)
+        except FileNotFoundError:
+            return False
+        key = (st.st_ino, st.st_size, st.st_mtime_ns, namespace)
+        found = self._under.get(key)
+        if found is None:
+            if self._packed is not None and self._packed[0] == key[:3]:
+                prefix = namespace + "/"
+                found = any(name.startswith(prefix) for name in self._packed[1])
+            else:
+                data = self.packed_path.read_bytes()
+                if not data.startswith(PACKED_HEADER + b"\n"):
+                    raise CorruptStore(
+                        f"{self.packed_path} is not a packed-refs file", hint="run hs fsck"
+                    )
+                found = f" {namespace}/".encode("ascii") in data
+            self._under = {key: found}
+        return found
 
     def _write_packed(self, updates: dict[str, str | None]) -> None:
         """``packed-refs`` with ``updates`` applied (None deletes), written whole
@@ -269,9 +294,28 @@ class RefStore:
         the loose ones (read first, so a loose file removed by packing is then
         found packed), over those of ``packed-refs``."""
         loose = self._loose(prefix)
-        out = {k: v for k, v in self.packed().items() if k.startswith(prefix)}
+        packed = self.packed()
+        if prefix and packed:
+            # the names under a prefix are one run of the sorted names: found by
+            # bisection, not by looking at every ref (44k at 1M turns)
+            names = self._sorted_names()
+            out = {}
+            for name in names[bisect.bisect_left(names, prefix) :]:
+                if not name.startswith(prefix):
+                    break
+                out[name] = packed[name]
+        else:
+            out = dict(packed)
         out.update(loose)
         return dict(sorted(out.items()))
+
+    def _sorted_names(self) -> list[str]:
+        """The names of ``packed-refs``, sorted (kept per version of the file)."""
+        packed = self.packed()
+        version = self._packed[0] if self._packed is not None else None
+        if self._names is None or self._names[0] != version or len(self._names[1]) != len(packed):
+            self._names = (version, sorted(packed))
+        return self._names[1]
 
     def _loose(self, prefix: str) -> dict[str, str]:
         out: dict[str, str] = {}

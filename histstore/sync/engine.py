@@ -21,8 +21,8 @@ directions:
    receiving side's refs move by compare-and-swap as ONE operation in its
    refs log (the remote's first, then this store's, which also moves the
    remote-tracking refs ``remotes/<name>/<ref>``).
-3. After a pull, this store's recall index follows (a generation swap when
-   overlay refs moved, else a catch-up), outside the locks.
+3. After a pull, this store's recall index catches up (one commit: newly
+   forgotten turns leave it, new ones arrive), outside the locks.
 
 A ref present on one side only is copied to the other: sync never deletes a
 ref. A sync that finds nothing different moves no object and records no
@@ -33,7 +33,6 @@ back in :class:`SyncReport`.
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -114,7 +113,7 @@ class SyncReport:
     memory_conflicts: list[MemoryConflict] = field(default_factory=list)
     remote_operation: Operation | None = None
     local_operation: Operation | None = None
-    index: str | None = None  # "swap" | "catch-up" after a pull that moved refs
+    index: str | None = None  # "catch-up" after a pull that moved refs
     index_error: str | None = None
     #: what each memory folder of this store did after the pull, for the person
     memory_dirs: list[str] = field(default_factory=list)
@@ -487,16 +486,11 @@ def preview_fresh(local: Store, remote: Remote) -> SyncReport:
 
 
 def refresh_after_pull(local: Store, report: SyncReport, markers_moved: bool) -> None:
-    """A generation swap when markers arrived (newly forgotten turns leave recall
-    at once), else a catch-up. The sync stands whatever happens here: a failure
+    """The index catches up in one commit (newly forgotten turns leave it at once,
+    ``markers_moved`` or not). The sync stands whatever happens here: a failure
     is reported, and `hs recall` or the next write catches up."""
-    index = RecallIndex(local)
     try:
-        if markers_moved:
-            index.swap()
-            report.index = "swap"
-        else:
-            index.catch_up()
-            report.index = "catch-up"
-    except (HistError, sqlite3.Error, OSError) as e:
+        RecallIndex(local).catch_up()
+        report.index = "catch-up"
+    except (HistError, OSError, ValueError) as e:
         report.index_error = str(e)

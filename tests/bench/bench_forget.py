@@ -21,12 +21,12 @@ Figures:
   whole process, then ``hs --store S undo`` of it (timed separately);
 * ``forget_breakdown_100k`` -- where the time of one forget and one unforget
   goes (timers wrapped around resolve_target, the marker write, the views,
-  ``RecallIndex.swap`` with its file copy, catch-up, fsyncs and pruning, and
-  the confirmation query), then the top of a cProfile of one forget; and the
-  size of the generation file that every swap copies.
+  ``RecallIndex.catch_up`` with its writer, replay and commit, and the
+  confirmation query), then the top of a cProfile of one forget; and the
+  size of the generation every forget commits into (never copied).
 
-Every forget or unforget swaps in a new generation; the last ``KEEP`` stay, so
-the store holds ~3 generation files while this runs.
+A forget or unforget is a delete (or re-add) and a commit in the serving
+generation: its cost does not grow with the store (1M: tests/bench/bench_1m.py).
 """
 
 from __future__ import annotations
@@ -55,9 +55,10 @@ from histstore.ops.forget import Target, forget, resolve_target, unforget
 from histstore.ops.importing import import_paths
 from histstore.ops.undo import find_operation
 from histstore.overlay.markers import Overlay
-from histstore.recall import index as recall_mod
+from histstore.recall import engine as engine_mod
+from histstore.recall import replay as replay_mod
+from histstore.recall.generations import Generations
 from histstore.recall.index import RecallIndex
-from histstore.store import refs as refs_mod
 from histstore.store import views as views_mod
 from histstore.store.store import Store
 
@@ -129,11 +130,10 @@ def holds(store: Store, t: Target) -> int:
 
 
 def generation_bytes(store: Store) -> tuple[int, int]:
-    """(bytes of the current generation file, bytes of its -wal beside it)."""
+    """(bytes of the current generation, of its segments' delete files)."""
     path = RecallIndex(store).current_path()
     assert path is not None
-    wal = Path(str(path) + "-wal")
-    return path.stat().st_size, wal.stat().st_size if wal.exists() else 0
+    return bu.sizes_under(path), bu.sizes_under(path, ".del")
 
 
 def make_forget_store(c: bu.Corpus, root: Path) -> ForgetStore:
@@ -154,10 +154,10 @@ def make_forget_store(c: bu.Corpus, root: Path) -> ForgetStore:
     picks = [rest[len(rest) // 3], rest[2 * len(rest) // 3]]
     turns = [resolve_target(store, s.turns[len(s.turns) // 2].turn_id) for s in picks]
     whole_t = [resolve_target(store, s.session_id) for s in whole]
-    gen, wal = generation_bytes(store)
+    gen, _dels = generation_bytes(store)
     bu.note(
         f"forget store 100k: {c.turns} turns in {len(sessions)} sessions imported and indexed "
-        f"in {secs:.1f} s; generation file {gen / MB:.0f} MB (+{wal / MB:.1f} MB wal); "
+        f"in {secs:.1f} s; generation {gen / MB:.0f} MB; "
         f"targets: turn {turns[0].id}, session {whole_t[0].id} ({whole_t[0].turns} turns)"
     )
     return ForgetStore(store, root, c, turns[0], whole_t[0], turns[1], whole_t[1], len(sessions))
@@ -177,7 +177,7 @@ def forget_100k(
         yield fs
     finally:
         fs.store.close()
-        shutil.rmtree(root.parent, ignore_errors=True)  # ~0.7 GB and 3 generations
+        shutil.rmtree(root.parent, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------
@@ -417,16 +417,14 @@ WRAPPED: list[tuple[str, Any, str]] = [
     ("  Store.apply (refs log + ref)", Store, "apply"),
     ("  write_views (overlay views)", views_mod, "write_views"),
     ("  Overlay.read (every marker)", Overlay, "read"),
-    ("RecallIndex.swap", RecallIndex, "swap"),
-    ("  shutil.copyfile (the generation)", shutil, "copyfile"),
-    ("  _catch_up (replay the op)", RecallIndex, "_catch_up"),
-    ("    refs.operations_after", refs_mod.RefStore, "operations_after"),
-    ("    _apply_marker (rows out/in)", RecallIndex, "_apply_marker"),
-    ("  fsync_file (the new generation)", recall_mod, "fsync_file"),
-    ("  fsync_dir (index/)", recall_mod, "fsync_dir"),
-    ("  atomic_write (CURRENT)", recall_mod, "atomic_write"),
-    ("  _prune (old generation unlinked)", RecallIndex, "_prune"),
-    ("  status (after the swap)", RecallIndex, "status"),
+    ("RecallIndex.catch_up", RecallIndex, "catch_up"),
+    ("  replay.pending (the refs log after applied_op)", replay_mod, "pending"),
+    ("  engine.open_index", engine_mod, "open_index"),
+    ("  replay.Writer (a writer)", replay_mod.Writer, "__init__"),
+    ("  replay.apply (deletes and adds)", replay_mod, "apply"),
+    ("  Writer.commit (commit + merges)", replay_mod.Writer, "commit"),
+    ("  write_meta (applied_op)", Generations, "write_meta"),
+    ("RecallIndex.status", RecallIndex, "status"),
     ("RecallIndex.holds (confirmation query)", RecallIndex, "holds"),
 ]
 
@@ -461,63 +459,33 @@ def test_forget_breakdown_100k(
     store = fs.store
     order = [label for label, _o, _a in WRAPPED]
     lines: list[str] = []
-    gen, wal = generation_bytes(store)
-    figures: dict[str, Any] = {"generation_mb": round(gen / MB, 1), "wal_mb": round(wal / MB, 1)}
+    gen, dels = generation_bytes(store)
+    figures: dict[str, Any] = {"generation_mb": round(gen / MB, 1)}
     for t in (fs.turn, fs.session):
         for verb in ("forget", "unforget"):
             total, timers = _breakdown(monkeypatch, fs, t, verb)
             parts = timers.secs
-            accounted = (
-                parts.get(order[0], 0) + parts.get(order[1], 0) + parts.get(order[6], 0)
-            ) + parts.get(order[-1], 0)
             lines.append(
                 f"  {verb} {t.kind} ({t.turns} turns), resolve_target included: {ms(total)}"
-                f" (other: {ms(total - accounted)})"
             )
-            direct = [lb for lb in order[7:16] if lb.startswith("  ") and lb[2] != " "]
-            swap_other = parts.get(order[6], 0) - sum(parts.get(lb, 0) for lb in direct)
-            these = timers.lines(total, order)
-            at = next((i for i, x in enumerate(these) if "RecallIndex.holds" in x), len(these))
-            these.insert(
-                at,
-                f"      rest of swap (connections, the two WAL checkpoints; the copy's"
-                f" checkpoint fsyncs it): {ms(swap_other)}, {swap_other / total:.0%}",
-            )
-            lines += these
+            lines += timers.lines(total, order)
             figures[f"{verb}_{t.kind}_total_ms"] = round(total * 1000, 1)
-            for label in (order[0], order[6], order[7], order[8], order[11]):
+            for label in ("RecallIndex.catch_up", "  Writer.commit (commit + merges)"):
                 if label in parts:
                     key = label.strip().split(" ")[0].replace(".", "_")
                     figures[f"{verb}_{t.kind}_{key}_ms"] = round(parts[label] * 1000, 1)
-    # a plain copy and fsync of a file as large as the generation: the floor of a swap
-    current = RecallIndex(store).current_path()
-    assert current is not None
-    scratch = current.with_name(".bench-copy.tmp")
-    try:
-        copy_s, _ = timed(lambda: shutil.copyfile(current, scratch))
-        fsync_s, _ = timed(lambda: recall_mod.fsync_file(scratch))
-    finally:
-        scratch.unlink(missing_ok=True)
-    figures.update(copy_ms=round(copy_s * 1000, 1), fsync_ms=round(fsync_s * 1000, 1))
-    # what `hs undo` pays before its swap: it finds the last operation by reading
-    # the whole refs log (find_operation -> store.operations())
+    # what `hs undo` pays before its commit: it finds the last operation by
+    # reading the whole refs log (find_operation -> store.operations())
     find_s = statistics.median(timed(lambda: find_operation(store, None))[0] for _ in range(ROUNDS))
     n_ops = len(store.operations())
-    log_bytes = store.refs.log_path.stat().st_size
     figures.update(undo_find_operation_ms=round(find_s * 1000, 2), ops=n_ops)
-    # Overlay.read walks every ref (list_refs filters the prefix after os.walk):
-    # once any marker exists, lifted ones included, every recall pays it too
     overlay_s = statistics.median(timed(lambda: Overlay.read(store))[0] for _ in range(ROUNDS))
-    all_refs = len(store.refs.list_refs(""))
     n_markers = len(Overlay.read(store).markers)
     figures.update(overlay_read_ms=round(overlay_s * 1000, 2), overlay_refs=n_markers)
     # one forget under cProfile, the top by cumulative time
     profile = cProfile.Profile()
     t = fs.turn
     target = resolve_target(store, t.id)
-    current = RecallIndex(store).current_path()
-    assert current is not None
-    present = current.read_bytes().count(t.id.encode())
 
     def profiled() -> None:
         profile.enable()
@@ -527,24 +495,19 @@ def test_forget_breakdown_100k(
             profile.disable()
 
     benchmark.pedantic(profiled, rounds=1, iterations=1, warmup_rounds=0)
-    # is the forgotten turn's id still in the bytes of the generation that
-    # no longer holds its row? (freed pages, FTS5 segments; not a timing)
-    path = RecallIndex(store).current_path()
-    assert path is not None and holds(store, t) == 0
-    leftover = path.read_bytes().count(t.id.encode())
-    figures["forgotten_id_bytes_left"] = leftover
+    assert holds(store, t) == 0
+    status = RecallIndex(store).status()
+    figures.update(deleted_docs=status.deleted, segments=status.segments)
     unforget(store, target, confirm=t.id, command=f"hs unforget {t.id}")
     assert holds(store, t) == t.turns
     buf = io.StringIO()
     pstats.Stats(profile, stream=buf).sort_stats("cumulative").print_stats(18)
     bu.record("forget_breakdown_100k", benchmark, **figures)
     bu.note(
-        f"forget_breakdown_100k: generation file {gen / MB:.1f} MB (+{wal / MB:.1f} MB wal); "
-        f"a bare copyfile of it {ms(copy_s)}, fsync of the copy {ms(fsync_s)}; "
-        f"hs undo's find_operation (whole refs log, {n_ops} ops, {log_bytes / 1e3:.0f} kB) "
-        f"{ms(find_s)}; Overlay.read with {n_markers} overlay refs (of {all_refs} refs) "
-        f"{ms(overlay_s)}; after a forget the new generation still holds the turn id's "
-        f"bytes {leftover}x (before: {present}x)\n" + "\n".join(lines)
+        f"forget_breakdown_100k: generation {gen / MB:.1f} MB ({dels / 1e3:.0f} kB of delete "
+        f"files), {status.segments} segments, {status.deleted} documents deleted but not yet "
+        f"merged away; hs undo's find_operation (whole refs log, {n_ops} ops) {ms(find_s)}; "
+        f"Overlay.read with {n_markers} overlay refs {ms(overlay_s)}\n" + "\n".join(lines)
     )
     print("\n[bench] cProfile of one forget (turn, tombstone), by cumulative time:")
     print(buf.getvalue())

@@ -1,55 +1,50 @@
-"""Recall benchmarks: latency in-process against the raw FTS5 query, and the
-``hs recall`` process against ``rg -i`` over the source JSONL.
+"""Recall benchmarks: the index's size, recall in-process against the bare
+engine query, and ``hs recall`` as a process against ``rg -i``.
 
-The spec is the "Speed" section of issue 3. Every figure is a measurement of
-this run; nothing here asserts on time (the asserts are functional facts: the
-store holds every turn, a planted rare term is found).
+The spec is issue 12 ("Benchmarks"). Every figure is a measurement of this
+run; nothing here asserts on time (the asserts are functional facts: every
+turn is indexed, a planted rare term is found, every hit has a bm25 score and
+a field).
 
-The store: the seeded 100k turn JSONL (the ``turns_100k`` fixture) imported
-once per session into one store (the import builds the recall index). "Now" is
-frozen at the corpus end (``corpus.END``, 2026-11-01) so ``days`` windows cut
-the corpus the same way on every run.
+Stores (each imported once per session; the import builds the index):
+
+* ``recall_100k`` -- the seeded 100k turn JSONL (``turns_100k``), no steps;
+* ``recall_100k_steps`` -- the same turns with their steps (tool calls with
+  inputs and outputs, thinking): the index's size with every part indexed.
+
+"Now" is frozen at the corpus end (``corpus.END``) so ``days`` windows cut the
+corpus the same way on every run.
 
 Figures, per query class (:data:`CLASSES`):
 
 * ``recall_hs_100k[CLASS]`` -- ``RecallIndex(store).search(...)``, a fresh
-  ``RecallIndex`` per call (as a CLI or a tool call does), p50 / p95;
-* ``recall_raw_fts5_100k[CLASS]`` -- the naive query straight on the FTS5 table
-  over a connection kept open: every term of the query OR-ed (the same MATCH
-  string ``hs`` builds before it bounds the work for common terms), the same
-  project and days filters, ``ORDER BY bm25 LIMIT 5``, then the five rows' text
-  fetched; p50 / p95 and hs/raw. ``hs`` deliberately bounds the work for common
-  terms, so it may be *faster* than this naive query: both are reported.
-* ``recall_connect_100k`` -- the fixed cost of a read-only connection (open,
-  read the meta table, close) that ``hs`` pays per call and the raw query does
-  not: most of hs's overhead where the raw query is fast.
+  ``RecallIndex`` per call (as a CLI or a tool call does): p50 / p95;
+* ``recall_engine_100k[CLASS]`` -- the bare engine query on an open searcher
+  (the same terms, fields, weights and filters, top 5), no hits made: what
+  hs adds (opening the generation, reading five turn objects, excerpts, the
+  field each matched in) is the difference;
 * ``recall_process_100k[QUERY]`` -- ``hs --store S recall --everywhere QUERY``
-  as a whole process (wall time, median of several runs) against
-  ``rg -i QUERY corpus.jsonl`` with its output captured (not sent to /dev/null,
-  where rg stops at the first match);
-* ``recall_startup[*]`` -- the floor of any Python CLI (``python -c pass``) and
-  ``hs --help``.
+  as a whole process (wall time, median of several runs) against ``rg -i``
+  over the source JSONL, output captured;
+* ``recall_startup[*]`` -- ``python -c pass``, ``hs --help``, and ``hs recall``
+  on a tiny store (the issue's bound: 50 ms).
 
-The ``hs`` processes run from cached bytecode (``PYTHONPYCACHEPREFIX``, the
-first run writes it), as an installed tool does; when the environment sets
-``PYTHONDONTWRITEBYTECODE`` (histstore then compiles its modules from source
-on every start) the figure for that setting is given too.
-
-At 1M turns (``HS_BENCH_1M=1``, off by default; needs ~15 GB free): the same
-classes with fewer runs, and the process against rg.
+The ``hs`` processes run from cached bytecode (``PYTHONPYCACHEPREFIX``) as an
+installed tool does. At 1M turns: tests/bench/bench_1m.py (opt-in).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,35 +53,30 @@ from typing import Any
 import benchutil as bu
 import pytest
 
-from histstore.history.project import project_key
 from histstore.ops.importing import import_paths
+from histstore.recall import engine
 from histstore.recall import index as recall_mod
 from histstore.recall.index import RecallIndex
-from histstore.recall.query import Query
-from histstore.recall.search import proj_token
+from histstore.recall.query import Query, Scope, base_name
+from histstore.recall.search import filters_of
 from histstore.store.store import Store
 
 MB = 1e6
-GB = 1024**3
-ROUNDS = int(os.environ.get("HS_BENCH_RECALL_ROUNDS", "100"))  # per class, hs and raw
+ROUNDS = int(os.environ.get("HS_BENCH_RECALL_ROUNDS", "100"))  # per class, hs and engine
 WARMUP = 3
 PROCESS_RUNS = int(os.environ.get("HS_BENCH_RECALL_PROCESS_RUNS", "7"))
 K = 5
 DAYS = 30
-#: a 1M turn corpus: ~1.9 GB JSONL, ~1.3 GB store, ~3-4 GB index, with margin
-NEED_FREE_1M = 15 * 10**9
-ENV_1M = "HS_BENCH_1M"
 
 RARE = bu.corpus.RARE_TERMS[0]  # planted in ~0.01 % of turns
 COMMON = "regression"  # planted in ~35 % of turns
 assert COMMON in bu.corpus.COMMON_TERMS
-
-# Three vocabulary words in 10-15 % of turns each (all "common" to hs: it takes
-# the newest matching turns in scope, unranked), and three of mixed frequency (a pseudo-word in
-# ~1.8 % of turns, an identifier, a class name).
+# three vocabulary words in 10-15 % of turns each; three of mixed frequency (a
+# pseudo-word in ~1.8 % of turns, an identifier, a class name)
 THREE_COMMON = "retry timeout migration"
 THREE_MIXED = "plegarcle parse_response ColumnError"
 STOPWORD_LIKE = "function"  # a vocabulary word in ~94 % of turns
+STEP_TERM = bu.corpus.STEP_TERMS[0]  # in failing commands' outputs only (steps corpus)
 
 
 @dataclass(frozen=True)
@@ -95,17 +85,20 @@ class QueryClass:
     text: str
     scope: str | None = None  # None: everywhere; "big": the largest project; "rare": RARE's
     days: int | None = None
+    by_name: bool = False  # the project given by its last path component
 
 
 CLASSES: tuple[QueryClass, ...] = (
     QueryClass("rare", RARE),
     QueryClass("rare_project", RARE, scope="rare"),
+    QueryClass("rare_project_by_name", RARE, scope="rare", by_name=True),
     QueryClass("rare_days30", RARE, days=DAYS),
     QueryClass("common", COMMON),
     QueryClass("common_project", COMMON, scope="big"),
     QueryClass("common_days30", COMMON, days=DAYS),
     QueryClass("common_project_days30", COMMON, scope="big", days=DAYS),
     QueryClass("stopword_like", STOPWORD_LIKE),
+    QueryClass("stopword_like_project_days30", STOPWORD_LIKE, scope="big", days=DAYS),
     QueryClass("rare_plus_common", f"{RARE} {COMMON}"),
     QueryClass("rare_plus_common_project", f"{RARE} {COMMON}", scope="rare"),
     QueryClass("three_common", THREE_COMMON),
@@ -113,8 +106,22 @@ CLASSES: tuple[QueryClass, ...] = (
     QueryClass("three_mixed", THREE_MIXED),
     QueryClass("three_mixed_days30", THREE_MIXED, days=DAYS),
 )
+STEP_CLASSES: tuple[QueryClass, ...] = (
+    QueryClass("step_output_rare", STEP_TERM),
+    QueryClass("common", COMMON),
+    QueryClass("stopword_like", STOPWORD_LIKE),
+    QueryClass("three_mixed", THREE_MIXED),
+    QueryClass("three_mixed_days30", THREE_MIXED, days=DAYS),
+)
 
-PROCESS_QUERIES: tuple[str, ...] = (RARE, COMMON, f"{RARE} {COMMON}", THREE_COMMON, THREE_MIXED)
+PROCESS_QUERIES: tuple[str, ...] = (
+    RARE,
+    COMMON,
+    STOPWORD_LIKE,
+    f"{RARE} {COMMON}",
+    THREE_COMMON,
+    THREE_MIXED,
+)
 
 
 # ---------------------------------------------------------------------------
@@ -128,14 +135,16 @@ class RecallStore:
     store: Store
     root: Path
     corpus: bu.Corpus
-    index_path: Path
     biggest_project: str
     rare_project: str
+    index_bytes: int
+    import_seconds: float
 
-    def scope(self, which: str | None) -> str | None:
-        if which is None:
+    def scope(self, qc: QueryClass) -> str | None:
+        if qc.scope is None:
             return None
-        return self.biggest_project if which == "big" else self.rare_project
+        path = self.biggest_project if qc.scope == "big" else self.rare_project
+        return base_name(path) if qc.by_name else path
 
 
 def percentile(data: list[float], p: float) -> float:
@@ -149,7 +158,6 @@ def p50_p95(data: list[float]) -> tuple[float, float]:
 
 
 def bench_data(benchmark: Any) -> list[float] | None:
-    """The per-round seconds of a finished benchmark (None with --benchmark-disable)."""
     stats = getattr(getattr(benchmark, "stats", None), "stats", None)
     data = getattr(stats, "data", None)
     return list(data) if data else None
@@ -175,42 +183,16 @@ def code_version() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def since_rowid(days: int | None) -> int | None:
-    """The lowest rowid of a days window, as hs computes it (rowid = ms * 4096 + n)."""
+def since_ms(days: int | None) -> int | None:
     if days is None:
         return None
-    from datetime import timedelta
-
-    return int((recall_mod._now() - timedelta(days=days)).timestamp() * 1000) * 4096
+    return int((bu.corpus.END.timestamp() - days * 86400) * 1000)
 
 
-def raw_sql(text: str, scope: str | None, days: int | None) -> tuple[str, list[Any]]:
-    """The naive query: every term OR-ed, bm25 (hs's column weights), top K."""
-    match = f"({Query.parse(text).fts()})"
-    if scope is not None:
-        match = f"proj : {proj_token(project_key(scope))} AND {match}"
-    sql = "SELECT rowid, bm25(fts, 4.0, 2.0, 1.0, 0.0) FROM fts WHERE fts MATCH ?"
-    args: list[Any] = [match]
-    since = since_rowid(days)
-    if since is not None:
-        sql += " AND rowid >= ?"
-        args.append(since)
-    sql += " ORDER BY bm25(fts, 4.0, 2.0, 1.0, 0.0) LIMIT ?"
-    args.append(K)
-    return sql, args
-
-
-def raw_query(conn: sqlite3.Connection, sql: str, args: list[Any]) -> int:
-    """Run the ranked query and fetch the rows' text; the number of rows."""
-    n = 0
-    for rowid, _ in conn.execute(sql, args).fetchall():
-        conn.execute(
-            "SELECT turn_id, session_id, asked_at, asked, answered, files FROM turn"
-            " WHERE rowid = ?",
-            (rowid,),
-        ).fetchone()
-        n += 1
-    return n
+def index_bytes(store: Store) -> int:
+    path = RecallIndex(store).current_path()
+    assert path is not None
+    return bu.sizes_under(path)
 
 
 def rg_command(text: str, path: Path) -> list[str]:
@@ -221,16 +203,12 @@ def rg_command(text: str, path: Path) -> list[str]:
     return [*args, str(path)]
 
 
-#: where the ``hs`` processes keep their bytecode (PYTHONPYCACHEPREFIX): an
-#: installed tool runs from compiled bytecode, but this environment may set
-#: PYTHONDONTWRITEBYTECODE=1 (then histstore is compiled from source every run)
+#: where the ``hs`` processes keep their bytecode (PYTHONPYCACHEPREFIX)
 PYC_DIR = Path(tempfile.gettempdir()) / f"hs-bench-pyc-{os.getuid()}"
 
 
 def run_wall(argv: list[str], cwd: Path, *, pyc: bool = True) -> tuple[float, int, int]:
-    """Run to completion with stdout captured: (wall seconds, exit code, stdout bytes).
-    ``pyc``: Python bytecode is cached (under PYC_DIR), as for an installed tool;
-    else the environment is left as it is."""
+    """Run to completion with stdout captured: (wall seconds, exit code, stdout bytes)."""
     env = {k: v for k, v in os.environ.items() if k != "HS_RECALL_FALLBACK"}
     if pyc:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -243,6 +221,22 @@ def run_wall(argv: list[str], cwd: Path, *, pyc: bool = True) -> tuple[float, in
     return wall, proc.returncode, len(proc.stdout)
 
 
+def interleaved(
+    argvs: dict[str, list[str]], cwd: Path, runs: int, ok: tuple[int, ...] = (0,)
+) -> dict[str, float]:
+    """Median wall seconds of each command, run in turns (one of each, then
+    again), so a load spike from other work on the machine hits all alike."""
+    for argv in argvs.values():
+        run_wall(argv, cwd)  # warm-up (and bytecode)
+    walls: dict[str, list[float]] = {k: [] for k in argvs}
+    for _ in range(runs):
+        for k, argv in argvs.items():
+            wall, code, _ = run_wall(argv, cwd)
+            assert code in ok, (k, code)
+            walls[k].append(wall)
+    return {k: statistics.median(v) for k, v in walls.items()}
+
+
 def make_recall_store(c: bu.Corpus, root: Path, label: str) -> RecallStore:
     store, created = Store.init(root)
     assert created
@@ -250,40 +244,26 @@ def make_recall_store(c: bu.Corpus, root: Path, label: str) -> RecallStore:
     report = import_paths(store, [c.path], command=f"bench recall {label}")
     secs = time.perf_counter() - began
     assert report.turns_added == c.turns
-    assert not getattr(report, "index_error", None), report.index_error
-    index = RecallIndex(store)
-    path = index.current_path()
-    assert path is not None, "the import did not build the recall index"
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        biggest = conn.execute(
-            "SELECT project FROM turn GROUP BY pkey ORDER BY count(*) DESC LIMIT 1"
-        ).fetchone()[0]
-        rare_ids = c.stats.rare[RARE]
-        rare_project = conn.execute(
-            "SELECT project FROM turn WHERE turn_id = ?", (rare_ids[0],)
-        ).fetchone()[0]
-        rows = conn.execute("SELECT count(*) FROM turn").fetchone()[0]
-    finally:
-        conn.close()
-    index_bytes = path.stat().st_size
+    assert not report.index_error, report.index_error
+    status = RecallIndex(store).status()
+    assert status.rows == c.turns and not status.stale
+    projects = Counter(s.project for s in store.sessions() for _ in s.turns)
+    biggest = projects.most_common(1)[0][0]
+    rare_turn = c.stats.rare[RARE][0]
+    rare_project = next(
+        s.project for s in store.sessions() if any(t.turn_id == rare_turn for t in s.turns)
+    )
+    size = index_bytes(store)
     store_bytes = store.objects.size_on_disk()  # type: ignore[attr-defined]
     bu.note(
-        f"recall store {label}: {rows} turns imported and indexed in {secs:.1f} s; "
-        f"index {index_bytes / MB:.0f} MB, objects {store_bytes / MB:.0f} MB; "
-        f"largest project {biggest}, '{RARE}' project {rare_project}; code {code_version()}"
+        f"recall store {label}: {c.turns} turns imported and indexed in {secs:.1f} s; "
+        f"index {size / MB:.1f} MB = {size / c.bytes:.3f}x the raw JSONL "
+        f"({c.bytes / MB:.0f} MB; {status.segments} segments), objects "
+        f"{store_bytes / MB:.0f} MB; largest project {biggest} "
+        f"({projects[biggest] / c.turns:.0%} of turns), '{RARE}' in {rare_project}; "
+        f"code {code_version()}"
     )
-    return RecallStore(store, root, c, path, biggest, rare_project)
-
-
-def disk_note(where: Path) -> tuple[bool, str]:
-    free = shutil.disk_usage(where).free
-    fits = free > NEED_FREE_1M
-    line = (
-        f"1M turns (~1.9 GB JSONL + ~1.3 GB store + ~3-4 GB index) vs {free / 1e9:.0f} GB free "
-        f"in {where}: {'fits' if fits else 'does NOT fit'} (needs >{NEED_FREE_1M / 1e9:.0f} GB)"
-    )
-    return fits, line
+    return RecallStore(store, root, c, biggest, rare_project, size, secs)
 
 
 # ---------------------------------------------------------------------------
@@ -302,22 +282,38 @@ def recall_100k(
 ) -> Iterator[RecallStore]:
     root = tmp_path_factory.mktemp("recall-store") / "store"
     rs = make_recall_store(turns_100k, root, "100k")
-    _fits, line = disk_note(root.parent)
-    enabled = os.environ.get(ENV_1M, "") not in ("", "0")
-    bu.note(line + ("; the 1M benchmark is on" if enabled else f"; set {ENV_1M}=1 to run it"))
     try:
         yield rs
     finally:
         rs.store.close()
-        shutil.rmtree(root.parent, ignore_errors=True)  # ~0.7 GB
+        shutil.rmtree(root.parent, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def recall_100k_steps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RecallStore]:
+    work = tmp_path_factory.mktemp("recall-steps")
+    began = time.perf_counter()
+    path = work / "turns-100k-steps.jsonl"
+    stats = bu.corpus.write_turns_jsonl(path, 100_000, bu.SEED, steps=True)
+    c = bu.Corpus(path, stats, time.perf_counter() - began)
+    bu.note(
+        f"corpus turns-100k-steps: {stats.turns} turns with steps, {stats.bytes / MB:.1f} MB raw, "
+        f"generated in {c.seconds:.1f} s"
+    )
+    rs = make_recall_store(c, work / "store", "100k with steps")
+    try:
+        yield rs
+    finally:
+        rs.store.close()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------
-# in-process: hs against the raw FTS5 query
+# in-process: hs against the bare engine query
 
 
-def _hs_call(rs: RecallStore, qc: QueryClass) -> Callable[[], Any]:
-    scope = rs.scope(qc.scope)
+def hs_call(rs: RecallStore, qc: QueryClass) -> Callable[[], Any]:
+    scope = rs.scope(qc)
 
     def call() -> Any:
         return RecallIndex(rs.store).search(qc.text, project=scope, days=qc.days, k=K)
@@ -325,7 +321,28 @@ def _hs_call(rs: RecallStore, qc: QueryClass) -> Callable[[], Any]:
     return call
 
 
-def _timed(fn: Callable[[], Any], rounds: int, warmup: int = WARMUP) -> list[float]:
+def engine_call(rs: RecallStore, qc: QueryClass) -> Callable[[], int]:
+    """The bare engine query: the same query and filters, top K, on an open searcher."""
+    path = RecallIndex(rs.store).current_path()
+    assert path is not None
+    index = engine.open_index(path)
+    searcher = index.searcher()
+    scope = Scope.of(rs.scope(qc), days=qc.days)
+    terms = Query.parse(qc.text).terms
+
+    def call() -> int:
+        tq = engine.text_query(searcher, index.schema, terms)
+        if tq is None:
+            return 0
+        full = engine.with_filters(
+            tq.query, engine.filter_query(index.schema, filters_of(scope, since_ms(qc.days)))
+        )
+        return len(searcher.search(full, K, count=False).hits)
+
+    return call
+
+
+def timed(fn: Callable[[], Any], rounds: int, warmup: int = WARMUP) -> list[float]:
     for _ in range(warmup):
         fn()
     out = []
@@ -336,242 +353,161 @@ def _timed(fn: Callable[[], Any], rounds: int, warmup: int = WARMUP) -> list[flo
     return out
 
 
-def _describe(qc: QueryClass) -> str:
-    where = "everywhere" if qc.scope is None else f"project={qc.scope}"
+def describe(qc: QueryClass, rs: RecallStore | None = None) -> str:
+    where = "everywhere"
+    if qc.scope is not None:
+        where = f"project={rs.scope(qc) if rs else qc.scope}"
     days = f", days={qc.days}" if qc.days else ""
     return f"'{qc.text}', {where}{days}"
 
 
-@pytest.mark.parametrize("qc", CLASSES, ids=[c.name for c in CLASSES])
-def test_recall_hs_100k(benchmark: Any, recall_100k: RecallStore, qc: QueryClass) -> None:
-    call = _hs_call(recall_100k, qc)
-    result = benchmark.pedantic(call, rounds=ROUNDS, iterations=1, warmup_rounds=WARMUP)
-    if qc.name.startswith("rare") and qc.days is None:
-        assert result.outcome == "found", result.outcome
-    data = bench_data(benchmark)
-    name = f"recall_hs_100k[{qc.name}]"
-    figures: dict[str, Any] = {
-        "query": qc.text,
-        "scope": qc.scope or "everywhere",
-        "days": qc.days,
-        "outcome": result.outcome,
-        "hits": len(result.hits),
-    }
-    if data:
-        p50, p95 = p50_p95(data)
-        figures.update(p50_ms=round(p50 * 1000, 3), p95_ms=round(p95 * 1000, 3), runs=len(data))
-    bu.record(name, benchmark, **figures)
-    if data:
+def check_hits(result: Any) -> None:
+    """Every hit ranked by bm25 and saying where it matched."""
+    assert all(h.score > 0 and h.field and h.where for h in result.hits), result.hits
+    scores = [h.score for h in result.hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def measure_classes(
+    name: str, rs: RecallStore, classes: tuple[QueryClass, ...], rounds: int
+) -> dict[str, dict[str, float]]:
+    """hs and the bare engine per class, interleaved class by class; the figures."""
+    out: dict[str, dict[str, float]] = {}
+    for qc in classes:
+        res = hs_call(rs, qc)()
+        check_hits(res)
+        if qc.name.startswith(("rare", "step")) and qc.days is None:
+            assert res.outcome == "found", (qc.name, res.outcome)
+        h50, h95 = p50_p95(timed(hs_call(rs, qc), rounds))
+        e50, e95 = p50_p95(timed(engine_call(rs, qc), rounds))
+        out[qc.name] = {"hs_p50_ms": h50 * 1e3, "hs_p95_ms": h95 * 1e3, "engine_p95_ms": e95 * 1e3}
+        fields = Counter(h.field for h in res.hits)
         bu.note(
-            f"{name} ({_describe(qc)}): p50 {ms(p50)}, p95 {ms(p95)} over {len(data)} runs; "
-            f"{len(result.hits)} hits ({result.outcome})"
+            f"{name}[{qc.name}] ({describe(qc, rs)}): hs p50 {ms(h50)} / p95 {ms(h95)}; "
+            f"engine alone p50 {ms(e50)} / p95 {ms(e95)}; {len(res.hits)} hits ({res.outcome}), "
+            f"top score {res.hits[0].score if res.hits else 0:.2f}, fields "
+            f"{dict(fields)}; {rounds} runs"
+        )
+    return out
+
+
+def test_recall_classes_100k(benchmark: Any, recall_100k: RecallStore) -> None:
+    rounds = ROUNDS
+    figures: dict[str, Any] = {}
+
+    def run() -> None:
+        figures.update(measure_classes("recall_100k", recall_100k, CLASSES, rounds))
+
+    benchmark.pedantic(run, rounds=1, iterations=1, warmup_rounds=0)
+    worst = max(v["hs_p95_ms"] for v in figures.values())
+    bu.record("recall_classes_100k", benchmark, worst_hs_p95_ms=round(worst, 2))
+    bu.note(f"recall_100k: the slowest class's p95 is {worst:.1f} ms (hs, in-process)")
+
+
+def test_recall_classes_100k_steps(benchmark: Any, recall_100k_steps: RecallStore) -> None:
+    figures: dict[str, Any] = {}
+
+    def run() -> None:
+        figures.update(
+            measure_classes("recall_100k_steps", recall_100k_steps, STEP_CLASSES, ROUNDS // 2)
         )
 
-
-@pytest.mark.parametrize("qc", CLASSES, ids=[c.name for c in CLASSES])
-def test_recall_raw_fts5_100k(benchmark: Any, recall_100k: RecallStore, qc: QueryClass) -> None:
-    sql, args = raw_sql(qc.text, recall_100k.scope(qc.scope), qc.days)
-    conn = sqlite3.connect(f"file:{recall_100k.index_path}?mode=ro", uri=True)
-    try:
-        n = benchmark.pedantic(
-            raw_query, args=(conn, sql, args), rounds=ROUNDS, iterations=1, warmup_rounds=WARMUP
-        )
-    finally:
-        conn.close()
-    data = bench_data(benchmark)
-    name = f"recall_raw_fts5_100k[{qc.name}]"
-    figures: dict[str, Any] = {"query": qc.text, "match": args[0], "rows": n}
-    if not data:
-        bu.record(name, benchmark, **figures)
-        return
-    p50, p95 = p50_p95(data)
-    figures.update(p50_ms=round(p50 * 1000, 3), p95_ms=round(p95 * 1000, 3), runs=len(data))
-    hs = bu.RESULTS.get(f"recall_hs_100k[{qc.name}]", {})
-    line = f"{name} ({_describe(qc)}): p50 {ms(p50)}, p95 {ms(p95)}; {n} rows"
-    if "p50_ms" in hs:
-        r50 = hs["p50_ms"] / (p50 * 1000)
-        r95 = hs["p95_ms"] / (p95 * 1000)
-        figures.update(hs_over_raw_p50=round(r50, 2), hs_over_raw_p95=round(r95, 2))
-        line += (
-            f"; hs p50 {ms(hs['p50_ms'] / 1000)} / p95 {ms(hs['p95_ms'] / 1000)}"
-            f" = {r50:.2f}x / {r95:.2f}x raw"
-        )
-    bu.record(name, benchmark, **figures)
-    bu.note(line)
-
-
-def test_recall_connect_100k(benchmark: Any, recall_100k: RecallStore) -> None:
-    """What every hs call pays before its query: CURRENT read, a read-only
-    connection opened, the meta table read, the connection closed."""
-    index = RecallIndex(recall_100k.store)
-
-    def connect() -> None:
-        path = index.current_path()
-        assert path is not None
-        conn = index._connect(path, write=False)
-        try:
-            index._meta(conn)
-        finally:
-            conn.close()
-
-    benchmark.pedantic(connect, rounds=ROUNDS * 2, iterations=1, warmup_rounds=WARMUP)
-    data = bench_data(benchmark)
-    if data:
-        p50, p95 = p50_p95(data)
-        bu.record("recall_connect_100k", benchmark, p50_ms=round(p50 * 1000, 3))
-        bu.note(
-            f"recall_connect_100k (CURRENT + open + meta + close): p50 {ms(p50)}, p95 {ms(p95)}"
-        )
+    benchmark.pedantic(run, rounds=1, iterations=1, warmup_rounds=0)
+    rs = recall_100k_steps
+    res = RecallIndex(rs.store).search(STEP_TERM, k=10)
+    assert {h.turn_id for h in res.hits} == set(rs.corpus.stats.step_rare[STEP_TERM])
+    assert {h.where for h in res.hits} == {"in Bash output"}
+    bu.record(
+        "recall_classes_100k_steps",
+        benchmark,
+        index_over_raw=round(rs.index_bytes / rs.corpus.bytes, 3),
+    )
+    bu.note(
+        f"recall_100k_steps: index {rs.index_bytes / MB:.1f} MB for {rs.corpus.bytes / MB:.0f} MB "
+        f"of JSONL = {rs.index_bytes / rs.corpus.bytes:.3f}x; '{STEP_TERM}' found in exactly its "
+        f"{len(res.hits)} turns, each 'in Bash output'"
+    )
 
 
 # ---------------------------------------------------------------------------
 # the command as a person runs it
 
 
-@pytest.mark.parametrize("text", PROCESS_QUERIES)
-def test_recall_process_100k(
-    benchmark: Any, recall_100k: RecallStore, text: str, tmp_path: Path
-) -> None:
-    hs = [
-        *bu.hs_command(),
-        "--store",
-        str(recall_100k.root),
-        "recall",
-        "--everywhere",
-        *text.split(),
-    ]
-    out: dict[str, Any] = {}
+def test_recall_process_100k(benchmark: Any, recall_100k: RecallStore, tmp_path: Path) -> None:
+    rs = recall_100k
+    have_rg = shutil.which("rg") is not None
+    lines: list[str] = []
+    worst = 0.0
 
     def run() -> None:
-        _wall, code, size = run_wall(hs, tmp_path)
-        out.update(code=code, size=size)
+        nonlocal worst
+        for text in PROCESS_QUERIES:
+            argvs = {
+                "hs": [*bu.hs_command(), "--store", str(rs.root), "recall", "-e", *text.split()]
+            }
+            if have_rg:
+                argvs["rg"] = rg_command(text, rs.corpus.path)
+            med = interleaved(argvs, tmp_path, PROCESS_RUNS, ok=(0, 1))
+            line = f"recall_process_100k['{text}']: hs recall -e {ms(med['hs'])} median"
+            if have_rg:
+                ratio = med["hs"] / med["rg"]
+                worst = max(worst, ratio)
+                line += f"; rg -i {ms(med['rg'])}; hs/rg {ratio:.2f}x"
+            lines.append(line)
 
-    benchmark.pedantic(run, rounds=PROCESS_RUNS, iterations=1, warmup_rounds=1)
-    assert out["code"] == 0
-    data = bench_data(benchmark)
-    name = f"recall_process_100k[{text}]"
-    figures: dict[str, Any] = {"query": text, "hs_stdout_bytes": out["size"]}
-    parts = []
-    if data:
-        hs_med = statistics.median(data)
-        figures["hs_median_ms"] = round(hs_med * 1000, 1)
-        parts.append(f"hs recall --everywhere: {ms(hs_med)} median of {len(data)}")
-    if shutil.which("rg") is None:
-        parts.append("rg skipped: ripgrep is not installed (make bench installs it)")
+    benchmark.pedantic(run, rounds=1, iterations=1, warmup_rounds=0)
+    for line in lines:
+        bu.note(line)
+    if have_rg:
+        bu.record("recall_process_100k", benchmark, worst_hs_over_rg=round(worst, 2))
+        bu.note(f"recall_process_100k: the worst class is {worst:.2f}x rg -i")
     else:
-        rg = rg_command(text, recall_100k.corpus.path)
-        run_wall(rg, tmp_path)  # warm-up
-        walls = []
-        for _ in range(PROCESS_RUNS):
-            wall, code, size = run_wall(rg, tmp_path)
-            assert code in (0, 1)
-            walls.append(wall)
-        rg_med = statistics.median(walls)
-        figures.update(rg_median_ms=round(rg_med * 1000, 1), rg_stdout_bytes=size)
-        parts.append(f"rg -i (output piped, {size / MB:.1f} MB): {ms(rg_med)} median")
-        if data:
-            figures["hs_over_rg"] = round(hs_med / rg_med, 2)
-            parts.append(f"hs/rg {hs_med / rg_med:.2f}x")
-    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
-        walls = [run_wall(hs, tmp_path, pyc=False)[0] for _ in range(max(3, PROCESS_RUNS // 2))]
-        no_pyc = statistics.median(walls)
-        figures["hs_no_bytecode_median_ms"] = round(no_pyc * 1000, 1)
-        parts.append(f"hs without cached bytecode (as this env runs it): {ms(no_pyc)} median")
-    bu.record(name, benchmark, **figures)
-    bu.note(f"{name}: " + "; ".join(parts))
+        bu.note(
+            "recall_process_100k: rg skipped: ripgrep is not installed (make bench installs it)"
+        )
 
 
-STARTUP: dict[str, tuple[str, Callable[[], list[str]], bool]] = {
-    "python_pass": (
-        "python -c pass (the venv's python)",
-        lambda: [sys.executable, "-c", "pass"],
-        True,
-    ),
-    "hs_help": ("hs --help", lambda: [*bu.hs_command(), "--help"], True),
-    "hs_help_env_bytecode": (
-        "hs --help with this environment's bytecode setting "
-        f"(PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})",
-        lambda: [*bu.hs_command(), "--help"],
-        False,
-    ),
-}
-
-
-@pytest.mark.parametrize("what", list(STARTUP))
-def test_recall_startup(benchmark: Any, what: str, tmp_path: Path) -> None:
-    label, make_argv, pyc = STARTUP[what]
-    argv = make_argv()
-    codes: list[int] = []
+def test_recall_startup(benchmark: Any, tmp_path: Path) -> None:
+    """``hs recall`` on a tiny store (50 turns) against the floor of any Python
+    CLI and against ``hs --help`` (which loads typer)."""
+    c = bu.generate(tmp_path, "turns-50", "turns", 50)
+    root = tmp_path / "tiny"
+    store, _ = Store.init(root)
+    import_paths(store, [c.path])
+    store.close()
+    argvs = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "hs --help": [*bu.hs_command(), "--help"],
+        "hs recall (tiny store)": [*bu.hs_command(), "--store", str(root), "recall", "-e", RARE],
+        "hs recall --json (tiny store)": [
+            *bu.hs_command(),
+            "--store",
+            str(root),
+            "recall",
+            "-e",
+            "--json",
+            "function",
+        ],
+    }
+    out: dict[str, float] = {}
 
     def run() -> None:
-        codes.append(run_wall(argv, tmp_path, pyc=pyc)[1])
+        out.update(interleaved(argvs, tmp_path, PROCESS_RUNS * 2))
 
-    benchmark.pedantic(run, rounds=PROCESS_RUNS * 2, iterations=1, warmup_rounds=1)
-    assert set(codes) == {0}
-    data = bench_data(benchmark)
-    if data:
-        med = statistics.median(data)
-        bu.record(f"recall_startup[{what}]", benchmark, median_ms=round(med * 1000, 1))
-        bu.note(f"recall_startup[{what}] {label}: {ms(med)} median of {len(data)}")
-
-
-# ---------------------------------------------------------------------------
-# optional: 1M turns
-
-
-def test_recall_1m(benchmark: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """1M turns: import once (the benchmark's one round), then the same classes
-    (fewer runs) and the process against rg. Off unless HS_BENCH_1M=1."""
-    if os.environ.get(ENV_1M, "") in ("", "0"):
-        pytest.skip(f"the 1M recall benchmark is optional: set {ENV_1M}=1 to run it")
-    work = tmp_path_factory.mktemp("recall-1m")
-    fits, line = disk_note(work)
-    if not fits:
-        pytest.skip(line)
-    rounds = max(10, ROUNDS // 4)
-    try:
-        c = bu.generate(work, "turns-1m", "turns", 1_000_000)
-        made: dict[str, RecallStore] = {}
-
-        def build() -> None:
-            made["rs"] = make_recall_store(c, work / "store", "1M")
-
-        benchmark.pedantic(build, rounds=1, iterations=1, warmup_rounds=0)
-        rs = made["rs"]
-        try:
-            conn = sqlite3.connect(f"file:{rs.index_path}?mode=ro", uri=True)
-            for qc in CLASSES:
-                res = _hs_call(rs, qc)()
-                h50, h95 = p50_p95(_timed(_hs_call(rs, qc), rounds))
-                sql, args = raw_sql(qc.text, rs.scope(qc.scope), qc.days)
-                r50, r95 = p50_p95(_timed(lambda: raw_query(conn, sql, args), rounds))  # noqa: B023
-                benchmark.extra_info[f"{qc.name}_hs_p50_ms"] = round(h50 * 1000, 2)
-                benchmark.extra_info[f"{qc.name}_hs_p95_ms"] = round(h95 * 1000, 2)
-                benchmark.extra_info[f"{qc.name}_raw_p50_ms"] = round(r50 * 1000, 2)
-                benchmark.extra_info[f"{qc.name}_raw_p95_ms"] = round(r95 * 1000, 2)
-                bu.note(
-                    f"recall_1m[{qc.name}] ({_describe(qc)}): hs p50 {ms(h50)} / p95 {ms(h95)}; "
-                    f"raw FTS5 p50 {ms(r50)} / p95 {ms(r95)}; hs/raw {h50 / r50:.2f}x / "
-                    f"{h95 / r95:.2f}x; {len(res.hits)} hits ({res.outcome}); {rounds} runs"
-                )
-            conn.close()
-            for text in PROCESS_QUERIES:
-                argv = [*bu.hs_command(), "--store", str(rs.root), "recall", "--everywhere"]
-                argv += text.split()
-                hs_med = statistics.median(
-                    [run_wall(argv, work)[0] for _ in range(max(3, PROCESS_RUNS // 2))]
-                )
-                parts = [f"hs {ms(hs_med)} median"]
-                if shutil.which("rg"):
-                    rg = rg_command(text, c.path)
-                    rg_med = statistics.median(
-                        [run_wall(rg, work)[0] for _ in range(max(3, PROCESS_RUNS // 2))]
-                    )
-                    parts.append(f"rg -i {ms(rg_med)} median; rg/hs {rg_med / hs_med:.1f}x")
-                else:
-                    parts.append("rg skipped: not installed")
-                bu.note(f"recall_process_1m[{text}]: " + "; ".join(parts))
-        finally:
-            rs.store.close()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    benchmark.pedantic(run, rounds=1, iterations=1, warmup_rounds=0)
+    floor = out["python -c pass"]
+    tiny = out["hs recall (tiny store)"]
+    bu.record("recall_startup", benchmark, **{k: round(v * 1000, 1) for k, v in out.items()})
+    bu.note(
+        "recall_startup: "
+        + "; ".join(f"{k} {ms(v)}" for k, v in out.items())
+        + f"; hs recall - python -c pass = {ms(tiny - floor)}"
+    )
+    assert (
+        json.loads(
+            subprocess.run(
+                argvs["hs recall --json (tiny store)"], capture_output=True, text=True
+            ).stdout
+        )["path"]
+        == "tantivy"
+    )

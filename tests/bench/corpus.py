@@ -73,6 +73,9 @@ COMMON_RATES: dict[str, float] = {
     "segfault": 0.12,
 }
 COMMON_TERMS: tuple[str, ...] = tuple(COMMON_RATES)
+#: planted (with ``steps``) in the output of a failing command only, as an
+#: exception name is: found only by searching tool outputs
+STEP_TERMS: tuple[str, ...] = ("QuasarWithException", "nimbusgroundswell")
 
 AGENT = "hs"
 MODELS = (
@@ -495,6 +498,8 @@ class Stats:
     paths: list[Path] = field(default_factory=list)
     rare: dict[str, list[str]] = field(default_factory=dict)  # term -> turn ids
     common: dict[str, int] = field(default_factory=dict)  # term -> turns containing it
+    #: with steps: term -> turn ids whose tool outputs (only) hold it
+    step_rare: dict[str, list[str]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -554,13 +559,30 @@ _DUMPS = json.JSONEncoder(separators=(",", ":")).encode
 _DUMPS_UTF8 = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
-def write_turns_jsonl(path: str | Path, n_turns: int, seed: int = 0, projects: int = 20) -> Stats:
-    """Write ``n_turns`` turns as turn JSONL (one object per line) to ``path``."""
+def write_turns_jsonl(
+    path: str | Path, n_turns: int, seed: int = 0, projects: int = 20, *, steps: bool = False
+) -> Stats:
+    """Write ``n_turns`` turns as turn JSONL (one object per line) to ``path``.
+
+    ``steps``: each record also gets ``steps``, the exchange in the stored step
+    form (the prompt, thinking, intermediate text, every tool call with its
+    input and output, the answer), drawn from a random stream of its own, so
+    the other fields are the same with or without them. :data:`STEP_TERMS`
+    are planted in tool outputs only (:attr:`Stats.step_rare`)."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     stats = _new_stats("turns")
     sizes = _Sizes()
     used: set[str] = set()
+    srng = Random(f"steps:{seed}")
+    state = _FileState(srng)
+    step_at: dict[int, list[str]] = {}
+    if steps:
+        for term in STEP_TERMS:
+            for i in srng.sample(range(n_turns), min(n_turns, rare_count(n_turns))):
+                step_at.setdefault(i, []).append(term)
+        stats.step_rare = {t: [] for t in STEP_TERMS}
+    index = 0
     with out.open("wb", buffering=1 << 20) as fh:
         for session in _plan(n_turns, seed, projects):
             stats.sessions += 1
@@ -590,6 +612,12 @@ def write_turns_jsonl(path: str | Path, n_turns: int, seed: int = 0, projects: i
                     "agent": AGENT,
                     "status": turn.status,
                 }
+                if steps:
+                    planted = step_at.get(index, [])
+                    record["steps"] = _turn_steps(srng, state, session, turn, planted)
+                    for term in planted:
+                        stats.step_rare[term].append(turn.turn_id)
+                index += 1
                 line = _DUMPS(record).encode()
                 fh.write(line + b"\n")
                 sizes.add(len(line))
@@ -602,6 +630,75 @@ def write_turns_jsonl(path: str | Path, n_turns: int, seed: int = 0, projects: i
     stats.files = 1
     stats.paths = [out]
     return stats
+
+
+def _turn_steps(
+    rng: Random, files: _FileState, session: _Session, turn: _Turn, planted: list[str]
+) -> list[dict[str, Any]]:
+    """A turn's exchange in the stored step form (format.md, "Turns")."""
+    project = session.project
+    at = fmt_ms(turn.asked_at)
+    out: list[dict[str, Any]] = [{"type": "user", "text": turn.asked, "at": at}]
+    if rng.random() < 0.35:
+        out.append(
+            {"type": "thinking", "text": _words(rng, _length(rng, 50, 0.6, 5, 400)), "at": at}
+        )
+    planted = list(planted)
+    for call in turn.calls:
+        if rng.random() < 0.5:
+            text = _words(rng, _length(rng, 20, 0.5, 3, 120))
+            out.append({"type": "assistant", "text": text, "at": at, "model": turn.model})
+        if call.name == "Edit":
+            inp, _line = _edit_input(rng, files, call.path)
+        else:
+            inp = _call_input(rng, call, project)
+        error = call.error or call.rejected
+        output: str
+        if call.rejected:
+            output = "The user doesn't want to proceed with this tool use."
+        elif call.name == "Read":
+            output = files.get_numbered(call.path)
+        elif call.name == "Edit":
+            output = f"The file {call.path} has been updated."
+        elif call.name == "Bash":
+            output = "\n".join(_words(rng, rng.randint(4, 14)) for _ in range(rng.randint(1, 12)))
+            if call.error:
+                output = f"Exit code 1\n{output}\nFAILED tests/test_{rng.choice(NOUNS)}.py"
+        elif call.name == "Grep":
+            found = rng.sample(project.files, min(len(project.files), rng.randint(0, 6)))
+            output = "\n".join(found) if found else "No files found"
+        else:
+            output = _words(rng, _length(rng, 60, 0.5, 10, 300))
+        if planted and call.name == "Bash" and not call.rejected:
+            term = planted.pop()
+            output += f"\nE   {term}: raised in {rng.choice(_VOCAB.idents)}"
+            error = True
+        out.append(
+            {
+                "type": "tool",
+                "id": f"toolu_01{_b62(rng, 22)}",
+                "name": call.name,
+                "input": inp,
+                "output": output,
+                "is_error": error,
+                "at": at,
+            }
+        )
+    for term in planted:  # no Bash call to carry it: a failing one of its own
+        out.append(
+            {
+                "type": "tool",
+                "id": f"toolu_01{_b62(rng, 22)}",
+                "name": "Bash",
+                "input": {"command": "make test", "description": "Run the tests"},
+                "output": f"Exit code 1\nE   {term}: raised in {rng.choice(_VOCAB.idents)}",
+                "is_error": True,
+                "at": at,
+            }
+        )
+    if turn.answered:
+        out.append({"type": "assistant", "text": turn.answered, "at": at, "model": turn.model})
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -1339,11 +1436,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--turns", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--projects", type=int, default=20)
+    ap.add_argument("--steps", action="store_true", help="turns: give each turn its steps")
     ap.add_argument("out", help="output file (turns) or root folder (claude)")
     args = ap.parse_args(argv)
     began = time.perf_counter()
     if args.format == "turns":
-        stats = write_turns_jsonl(args.out, args.turns, args.seed, args.projects)
+        stats = write_turns_jsonl(args.out, args.turns, args.seed, args.projects, steps=args.steps)
     elif args.format == "codex":
         stats = write_codex_sessions(args.out, args.turns, args.seed, args.projects, args.one_file)
     else:

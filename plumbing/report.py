@@ -1,0 +1,71 @@
+"""The one-line messages every failure becomes, without the CLI framework.
+
+:class:`histstore.plumbing.common.HsGroup` prints these for every command;
+the quick path of ``hs recall`` (histstore.porcelain.recall_cmd), which runs
+before typer is imported, prints the same lines through :func:`guarded`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+from histstore.display import visible
+from histstore.errors import Ambiguous, HistError
+from histstore.plumbing import term
+
+
+def error_lines(e: HistError) -> list[str]:
+    """What went wrong with which input, and what to do about it; an ambiguous
+    id is followed by its candidates, one per line."""
+    lines = [e.line()]
+    if isinstance(e, Ambiguous) and e.candidates:
+        lines += [f"  {c}" for c in e.candidates]
+    return lines
+
+
+def os_error_line(e: OSError) -> str:
+    where = f" ({e.filename})" if e.filename else ""
+    return f"hs: error: {e.strerror or e}{where}"
+
+
+def internal_line(e: BaseException) -> str:
+    return (
+        f"hs: internal error: {type(e).__name__}: {e}; "
+        "hint: run again with HS_DEBUG=1 for details, and report it"
+    )
+
+
+def stderr_line(text: str) -> None:
+    """One line on stderr, control characters made visible (a message may
+    quote stored text or an argument: histstore.display)."""
+    print(visible(text, lines=False), file=sys.stderr)
+
+
+def guarded(run: Callable[[], None]) -> int:
+    """Run a command the way HsGroup does, returning its exit code: a typed
+    error is its lines on stderr and its code; Ctrl-C 130; a closed pipe 0;
+    an OSError one line, 1; anything else one internal-error line, 1."""
+    try:
+        run()
+    except HistError as e:
+        for line in error_lines(e):
+            stderr_line(line)
+        return e.exit_code
+    except KeyboardInterrupt:
+        term.finish()
+        stderr_line("hs: interrupted")
+        return 130
+    except BrokenPipeError:
+        term.drop_stdout()  # the reader went away (a pager quit, | head)
+        return 0
+    except OSError as e:
+        stderr_line(os_error_line(e))
+        return 1
+    except Exception as e:
+        if os.environ.get("HS_DEBUG"):
+            raise
+        stderr_line(internal_line(e))
+        return 1
+    return 0
