@@ -210,7 +210,7 @@ def run(ops: list[tuple[Any, ...]], n: int, root: Path, *, shared: bool = False)
 
 
 @settings(
-    max_examples=int(os.environ.get("HS_SYNC_EXAMPLES", "20")),
+    max_examples=int(os.environ.get("HS_SYNC_EXAMPLES", "12")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
@@ -230,7 +230,7 @@ unforget_few = st.tuples(st.just("unforget"), store_ix, st.just("s0"), few)
 
 
 @settings(
-    max_examples=int(os.environ.get("HS_SYNC_EXAMPLES", "15")),
+    max_examples=int(os.environ.get("HS_SYNC_EXAMPLES", "10")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
