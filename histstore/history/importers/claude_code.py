@@ -99,13 +99,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from histstore.history.importers import (
-    PROGRESS_STEP,
     Parsed,
     Problem,
     Progress,
     Redact,
     Resume,
     SessionMeta,
+    json_lines,
 )
 from histstore.history.importers.claude_turn import (
     Group,
@@ -116,7 +116,6 @@ from histstore.history.importers.claude_turn import (
     text_or_none,
 )
 from histstore.store.fsutil import open_regular
-from histstore.store.redact import redact_json_line
 
 __all__ = ["find_files", "is_claude_code_line", "parse_file"]
 
@@ -172,41 +171,15 @@ def _read_lines(
     """Every line of the file (from ``start``), redacted, then parsed. A last
     line without its newline that is not JSON yet is being written: it is
     left for the next import."""
-    unreported = 0
-    offset = start.offset if start else 0
-    lineno = start.line - 1 if start else 0
-    with open_regular(path) as fh:
-        fh.seek(offset)
-        for data in fh:
-            lineno += 1
-            at, offset = offset, offset + len(data)
-            unreported += len(data)
-            if progress is not None and unreported >= PROGRESS_STEP:
-                progress(unreported)
-                unreported = 0
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                text = data.decode("utf-8", errors="replace")
-                problems.append(Problem(str(path), lineno, "invalid UTF-8, replaced"))
-            if lineno == 1:
-                text = text.lstrip("\ufeff")
-            unfinished = not text.endswith("\n")
-            text = text.rstrip("\r\n")
-            if not text.strip():
-                continue
-            try:
-                text, obj = redact_json_line(redact, text)
-            except (ValueError, RecursionError) as exc:
-                if not unfinished:
-                    problems.append(Problem(str(path), lineno, f"not valid JSON: {exc}"))
-                continue
-            if not isinstance(obj, dict):
-                problems.append(Problem(str(path), lineno, "not a JSON object"))
-                continue
-            yield Line(lineno, text, obj, at)
-    if progress is not None and unreported:
-        progress(unreported)
+    for line in json_lines(path, redact, problems, progress, start):
+        if line.error is not None:
+            if not line.unfinished:
+                problems.append(Problem(str(path), line.lineno, line.error))
+            continue
+        if not isinstance(line.obj, dict):
+            problems.append(Problem(str(path), line.lineno, "not a JSON object"))
+            continue
+        yield Line(line.lineno, line.text, line.obj, line.at)
 
 
 def _subagent_layout(path: pathlib.Path) -> str | None:

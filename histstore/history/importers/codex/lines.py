@@ -13,15 +13,14 @@ from typing import Any
 
 from histstore.errors import BadInput
 from histstore.history.importers import (
-    PROGRESS_STEP,
     Problem,
     Progress,
     Redact,
     Resume,
+    json_lines,
 )
 from histstore.history.turn import normalize_time
 from histstore.store.fsutil import open_regular
-from histstore.store.redact import redact_json_line
 from histstore.store.refs import check_component
 
 AGENT = "codex"
@@ -399,50 +398,25 @@ def _read_lines(
     envelope (its header first) is read as envelopes (``legacy`` holds the
     header's time once seen, so a resumed read goes on the same way)."""
     legacy = {} if legacy is None else legacy
-    unreported = 0
-    offset = start.offset if start else 0
-    lineno = start.line - 1 if start else 0
-    with open_regular(path) as fh:
-        fh.seek(offset)
-        for data in fh:
-            lineno += 1
-            at, offset = offset, offset + len(data)
-            unreported += len(data)
-            if progress is not None and unreported >= PROGRESS_STEP:
-                progress(unreported)
-                unreported = 0
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                text = data.decode("utf-8", errors="replace")
-                problems.append(Problem(str(path), lineno, "invalid UTF-8, replaced"))
-            if lineno == 1:
-                text = text.lstrip("\ufeff")
-            unfinished = not text.endswith("\n")
-            text = text.rstrip("\r\n")
-            if not text.strip():
-                continue
-            try:
-                text, obj = redact_json_line(redact, text)
-            except (ValueError, RecursionError) as exc:
-                if unfinished:
-                    break  # still being written: read again next time
-                problems.append(Problem(str(path), lineno, f"not valid JSON: {exc}"))
-                yield _Line(lineno, redact(text), None, at)
-                continue
-            if isinstance(obj, dict) and "payload" not in obj:
-                if lineno == 1 and is_legacy_header(obj):
-                    legacy["ts"] = None  # a rollout from before the envelope
-                if "ts" in legacy:
-                    obj = _legacy_envelope(obj, legacy)
-            if not isinstance(obj, dict) or not isinstance(obj.get("payload"), dict):
-                what = "not a JSON object" if not isinstance(obj, dict) else "no payload object"
-                problems.append(Problem(str(path), lineno, f"not a Codex rollout record: {what}"))
-                yield _Line(lineno, text, None, at)
-                continue
-            yield _Line(lineno, text, obj, at, _time(obj.get("timestamp")))
-    if progress is not None and unreported:
-        progress(unreported)
+    for line in json_lines(path, redact, problems, progress, start):
+        lineno, text, obj, at = line.lineno, line.text, line.obj, line.at
+        if line.error is not None:
+            if line.unfinished:
+                break  # still being written: read again next time
+            problems.append(Problem(str(path), lineno, line.error))
+            yield _Line(lineno, redact(text), None, at)
+            continue
+        if isinstance(obj, dict) and "payload" not in obj:
+            if lineno == 1 and is_legacy_header(obj):
+                legacy["ts"] = None  # a rollout from before the envelope
+            if "ts" in legacy:
+                obj = _legacy_envelope(obj, legacy)
+        if not isinstance(obj, dict) or not isinstance(obj.get("payload"), dict):
+            what = "not a JSON object" if not isinstance(obj, dict) else "no payload object"
+            problems.append(Problem(str(path), lineno, f"not a Codex rollout record: {what}"))
+            yield _Line(lineno, text, None, at)
+            continue
+        yield _Line(lineno, text, obj, at, _time(obj.get("timestamp")))
 
 
 #: the fields of ``session_meta`` a resumed read needs
