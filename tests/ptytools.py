@@ -125,6 +125,13 @@ def _wait_until_reading(pid: int) -> None:
         os.sched_yield()
 
 
+def ctrl_c_as_on_a_terminal() -> None:
+    """In a child: SIGINT does what it does at a person's terminal. A suite
+    started in the background by a shell (``pytest &``) ignores SIGINT, and
+    its children would inherit that and never see the Ctrl-C sent them."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def prompt_then_ctrl_c(
     args: list[str], until: bytes, env: dict[str, str] | None = None, cwd: Path = ROOT
 ) -> tuple[str, int]:
@@ -140,6 +147,7 @@ def prompt_then_ctrl_c(
         stderr=slave,
         cwd=cwd,
         env=_env(env),
+        preexec_fn=ctrl_c_as_on_a_terminal,
     )
     os.close(slave)
     seen = bytearray()

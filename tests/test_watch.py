@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from fake_agents import FakeClaude
 from helpers import HS
+from ptytools import ctrl_c_as_on_a_terminal
 
 from histstore.capture.watch import Debouncer, Watcher
 from histstore.store.store import Store
@@ -162,6 +163,7 @@ def test_hs_watch_as_a_process_stops_cleanly_on_ctrl_c(store_path: Path, hs: HS)
             "0.05",
             "--json",
         ],
+        preexec_fn=ctrl_c_as_on_a_terminal,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
