@@ -137,7 +137,9 @@ def test_completion_of_commands_options_remotes_notes_and_ids(
 def test_show_completion_gives_the_script_for_the_shell() -> None:
     """typer's --show-completion detects the shell running hs (here bash)."""
     script = subprocess.run(
-        ["bash", "-c", f"{sys.executable} -m histstore.porcelain.entry --show-completion"],
+        # "; exit $?" keeps bash the parent (a lone command is exec'ed in its
+        # place, and detection then depends on whatever started the suite)
+        ["bash", "-c", f"{sys.executable} -m histstore.porcelain.entry --show-completion; exit $?"],
         capture_output=True,
         text=True,
         check=True,
