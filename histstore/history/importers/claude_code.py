@@ -105,7 +105,6 @@ from histstore.history.importers import (
     Redact,
     Resume,
     SessionMeta,
-    json_lines,
 )
 from histstore.history.importers.claude_turn import (
     Group,
@@ -115,6 +114,7 @@ from histstore.history.importers.claude_turn import (
     is_prompt,
     text_or_none,
 )
+from histstore.history.importers.jsonl import json_lines
 from histstore.store.fsutil import open_regular
 
 __all__ = ["find_files", "is_claude_code_line", "parse_file"]

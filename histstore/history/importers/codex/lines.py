@@ -17,8 +17,8 @@ from histstore.history.importers import (
     Progress,
     Redact,
     Resume,
-    json_lines,
 )
+from histstore.history.importers.jsonl import json_lines
 from histstore.history.turn import normalize_time
 from histstore.store.fsutil import open_regular
 from histstore.store.refs import check_component
