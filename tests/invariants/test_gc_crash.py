@@ -6,7 +6,6 @@ completes."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tomllib
 from datetime import UTC, datetime, timedelta
@@ -15,6 +14,7 @@ from typing import Any
 
 import pytest
 import tomli_w
+from crashtools import run_killed
 from helpers import turn_record, write_turns
 
 from histstore.ops import gc as gcmod
@@ -53,42 +53,14 @@ def _prepared(root: Path, tmp: Path) -> dict[str, Any]:
 
 
 def _run_killed(root: Path, kill_at: int) -> int:
-    """gc in a forked child that dies (os._exit, nothing cleaned up) before its
-    ``kill_at``-th write step; returns the steps it took (all, when it lived)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.close(r)
-        count = 0
+    """gc in a forked child that dies before its ``kill_at``-th write step;
+    returns the steps it took (all, when it lived)."""
 
-        def guarded(name: str) -> Any:
-            real = getattr(os, name)
+    def body(_count: object) -> None:
+        with Store.open(root) as s:
+            gcmod.gc(s, now=LATER)
 
-            def call(*a: Any, **k: Any) -> Any:
-                nonlocal count
-                if count == kill_at:
-                    os._exit(9)
-                count += 1
-                return real(*a, **k)
-
-            return call
-
-        for name in STEPS:
-            setattr(os, name, guarded(name))
-        try:
-            with Store.open(root) as s:
-                gcmod.gc(s, now=LATER)
-        except BaseException:
-            os._exit(3)
-        os.write(w, str(count).encode())
-        os._exit(0)
-    os.close(w)
-    _, status = os.waitpid(pid, 0)
-    out = os.read(r, 64).decode()
-    os.close(r)
-    code = os.waitstatus_to_exitcode(status)
-    assert code in (0, 9), f"gc failed in the child (exit {code})"
-    return int(out) if code == 0 else kill_at
+    return run_killed(kill_at, STEPS, body)
 
 
 def _check(root: Path, reads: dict[str, list[str]]) -> None:

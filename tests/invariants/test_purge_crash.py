@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import leaks
+from crashtools import run_killed
 from helpers import HS, turn_record, write_turns
 
 from histstore.ops import purge as purging
@@ -82,51 +83,19 @@ def _prepared(root: Path, tmp: Path, folder: str) -> None:
 def _run_killed(
     root: Path, kill_at: int, make: Callable[[], Any], marks: Path | None = None
 ) -> int:
-    """A purge in a forked child that dies (os._exit, nothing cleaned up)
-    before its ``kill_at``-th write step; returns the steps it took (all,
-    when it lived). ``marks``: where the whole run writes the write step at
-    which each of the purge's phases began (``commit``, ``objects``, …)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.close(r)
-        count = 0
+    """A purge in a forked child that dies before its ``kill_at``-th write
+    step; returns the steps it took (all, when it lived). ``marks``: where the
+    whole run writes the write step at which each of the purge's phases began
+    (``commit``, ``objects``, …)."""
 
-        def guarded(name: str) -> Any:
-            real = getattr(os, name)
-
-            def call(*a: Any, **k: Any) -> Any:
-                nonlocal count
-                if count == kill_at:
-                    os._exit(9)
-                count += 1
-                return real(*a, **k)
-
-            return call
-
-        for name in STEPS:
-            setattr(os, name, guarded(name))
+    def body(count: Callable[[], int]) -> None:
         seen: dict[str, int] = {}
+        with Store.open(root) as s:
+            purging.purge(s, make(), command="hs purge", step=lambda n: seen.setdefault(n, count()))
+        if marks is not None:
+            marks.write_text(json.dumps(seen))
 
-        def phase(name: str) -> None:
-            seen.setdefault(name, count)
-
-        try:
-            with Store.open(root) as s:
-                purging.purge(s, make(), command="hs purge", step=phase)
-            if marks is not None:
-                marks.write_text(json.dumps(seen))
-        except BaseException:
-            os._exit(3)
-        os.write(w, str(count).encode())
-        os._exit(0)
-    os.close(w)
-    _, status = os.waitpid(pid, 0)
-    out = os.read(r, 64).decode()
-    os.close(r)
-    code = os.waitstatus_to_exitcode(status)
-    assert code in (0, 9), f"the purge failed in the child (exit {code})"
-    return int(out) if code == 0 else kill_at
+    return run_killed(kill_at, STEPS, body)
 
 
 def _consistent(root: Path) -> None:
