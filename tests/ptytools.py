@@ -49,14 +49,15 @@ for i, (env, args) in enumerate(json.loads(sys.argv[1])):
 """
 
 
-def _raw(fd: int) -> None:
+def raw_output(fd: int) -> None:
     """Output post-processing off: a CR the test sees is one the command wrote."""
     attrs = termios.tcgetattr(fd)
     attrs[1] &= ~termios.OPOST
     termios.tcsetattr(fd, termios.TCSANOW, attrs)
 
 
-def _read_all(master: int) -> bytes:
+def read_all(master: int) -> bytes:
+    """Everything the terminal gets until every writer has closed it."""
     out = bytearray()
     while True:
         try:
@@ -85,7 +86,7 @@ def views(
     and exit code; each run's environment is the test's, changed by its own
     dict (a value None unsets the variable)."""
     master, slave = pty.openpty()
-    _raw(slave)
+    raw_output(slave)
     proc = subprocess.Popen(
         [sys.executable, "-c", DRIVER, json.dumps(runs)],
         stdin=subprocess.DEVNULL,
@@ -95,7 +96,7 @@ def views(
         env=_env(),
     )
     os.close(slave)
-    out = _read_all(master)
+    out = read_all(master)
     os.close(master)
     assert proc.wait(timeout=120) == 0, out[-2000:]
     parts = re.split(rb"\n=== view \d+\n", out)[1:]
@@ -139,7 +140,7 @@ def prompt_then_ctrl_c(
     written ``until`` (its question), interrupt it as Ctrl-C does (SIGINT).
     What the terminal got, and the exit code."""
     master, slave = pty.openpty()
-    _raw(slave)
+    raw_output(slave)
     proc = subprocess.Popen(
         [sys.executable, "-m", "histstore.porcelain.entry", *args],
         stdin=slave,
@@ -161,6 +162,6 @@ def prompt_then_ctrl_c(
         seen += chunk
     _wait_until_reading(proc.pid)
     proc.send_signal(signal.SIGINT)
-    seen += _read_all(master)
+    seen += read_all(master)
     os.close(master)
     return bytes(seen).decode("utf-8"), proc.wait(timeout=60)

@@ -17,12 +17,12 @@ import pty
 import re
 import subprocess
 import sys
-import termios
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import HS, turn_record
+from ptytools import raw_output, read_all
 
 from histstore.display import visible
 
@@ -162,9 +162,7 @@ def _through_a_terminal(views: list[list[str]]) -> list[tuple[bytes, int]]:
     exit code, from one process whose stdout and stderr are a pseudo-terminal
     (output post-processing off, so a CR reaching it is one the command wrote)."""
     master, slave = pty.openpty()
-    attrs = termios.tcgetattr(slave)
-    attrs[1] &= ~termios.OPOST
-    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    raw_output(slave)
     proc = subprocess.Popen(
         [sys.executable, "-c", DRIVER, json.dumps(views)],
         stdin=subprocess.DEVNULL,
@@ -173,15 +171,7 @@ def _through_a_terminal(views: list[list[str]]) -> list[tuple[bytes, int]]:
         cwd=ROOT,
     )
     os.close(slave)
-    out = bytearray()
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: every writer has closed the terminal
-            break
-        if not chunk:
-            break
-        out += chunk
+    out = read_all(master)
     os.close(master)
     assert proc.wait(timeout=60) == 0, bytes(out[-2000:])
     parts = re.split(rb"\n=== view \d+\n", bytes(out))[1:]
