@@ -20,6 +20,12 @@ if TYPE_CHECKING:
     from histstore.store.store import Store
     from histstore.sync.engine import SyncReport
 
+ReportJsonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json", help="One JSON object: the report (sent, received, refs moved, operations)."
+    ),
+]
 DryRunOpt = Annotated[
     bool,
     typer.Option(
@@ -209,12 +215,7 @@ def push(
         bool, typer.Option("--init", help="Create a store at the remote's path if none is there.")
     ] = False,
     dry_run: DryRunOpt = False,
-    json_out: Annotated[
-        bool,
-        typer.Option(
-            "--json", help="One JSON object: the report (sent, received, refs moved, operations)."
-        ),
-    ] = False,
+    json_out: ReportJsonOpt = False,
 ) -> None:
     """Send what the remote lacks and move its refs (merging where both changed).
 
@@ -227,12 +228,7 @@ def pull(
     ctx: typer.Context,
     name: RemoteArg,
     dry_run: DryRunOpt = False,
-    json_out: Annotated[
-        bool,
-        typer.Option(
-            "--json", help="One JSON object: the report (sent, received, refs moved, operations)."
-        ),
-    ] = False,
+    json_out: ReportJsonOpt = False,
 ) -> None:
     """Fetch what this store lacks from the remote and move this store's refs.
 
@@ -245,12 +241,7 @@ def sync_cmd(
     ctx: typer.Context,
     name: RemoteArg,
     dry_run: DryRunOpt = False,
-    json_out: Annotated[
-        bool,
-        typer.Option(
-            "--json", help="One JSON object: the report (sent, received, refs moved, operations)."
-        ),
-    ] = False,
+    json_out: ReportJsonOpt = False,
 ) -> None:
     """Push and pull at once: both stores end with the same history, memory and forgets.
 
