@@ -209,24 +209,41 @@ class _Builder:
 
     _projects: dict[str, Any]
 
-    def session(self, rev_id: str) -> str:
-        """A session revision and its history, parents first (no recursion: a
-        session recorded turn by turn has a chain as long as its turns)."""
-        stack = [rev_id]
+    def _parents_first(
+        self,
+        root: str,
+        kind: str,
+        parents_of: Callable[[dict[str, Any]], list[str]],
+        rewrite: Callable[[dict[str, Any], list[str]], str],
+    ) -> str:
+        """``root`` and its history rewritten, parents first, each once
+        (``rewrite`` gets the old payload and its parents' new ids). No
+        recursion: a session recorded turn by turn has a chain as long as its
+        turns."""
+        stack = [root]
         while stack:
             at = stack[-1]
             if at in self.ids:
                 stack.pop()
                 continue
-            d = self._get(at, "session")
-            parents = [p for p in (d.get("parent"), d.get("merged")) if p]
+            d = self._get(at, kind)
+            parents = parents_of(d)
             todo = [p for p in parents if p not in self.ids]
             if todo:
                 stack += todo
                 continue
             stack.pop()
-            self.ids[at] = self._session_rev(d, [self.ids[p] for p in parents])
-        return self.ids[rev_id]
+            self.ids[at] = rewrite(d, [self.ids[p] for p in parents])
+        return self.ids[root]
+
+    def session(self, rev_id: str) -> str:
+        """A session revision and its history, parents first."""
+        return self._parents_first(
+            rev_id,
+            "session",
+            lambda d: [p for p in (d.get("parent"), d.get("merged")) if p],
+            self._session_rev,
+        )
 
     def _session_rev(self, d: dict[str, Any], parents: list[str]) -> str:
         entries = []
@@ -265,46 +282,31 @@ class _Builder:
     session_entries: dict[str, list[TurnEntry]]
 
     def marker(self, marker_id: str) -> str:
-        stack = [marker_id]
-        while stack:
-            at = stack[-1]
-            if at in self.ids:
-                stack.pop()
-                continue
-            d = self._get(at, "marker")
-            parents = ([d["parent"]] if d.get("parent") else []) + list(d.get("merged") or [])
-            todo = [p for p in parents if p not in self.ids]
-            if todo:
-                stack += todo
-                continue
-            stack.pop()
+        def rewrite(d: dict[str, Any], parents: list[str]) -> str:
             payload = {k: v for k, v in d.items() if k not in ("ts", "parent", "merged")}
             payload["time"] = d.get("ts") or d.get("time")
-            payload["parents"] = sorted(self.ids[p] for p in parents)
-            self.ids[at] = self._put("marker", payload)
+            payload["parents"] = sorted(parents)
             self.report.markers += 1
-        return self.ids[marker_id]
+            return self._put("marker", payload)
+
+        return self._parents_first(
+            marker_id,
+            "marker",
+            lambda d: ([d["parent"]] if d.get("parent") else []) + list(d.get("merged") or []),
+            rewrite,
+        )
 
     def memrev(self, rev_id: str) -> str:
-        stack = [rev_id]
-        while stack:
-            at = stack[-1]
-            if at in self.ids:
-                stack.pop()
-                continue
-            d = self._get(at, "memrev")
-            parents = list(d.get("parents") or [])
-            todo = [p for p in parents if p not in self.ids]
-            if todo:
-                stack += todo
-                continue
-            stack.pop()
+        def rewrite(d: dict[str, Any], parents: list[str]) -> str:
             payload = dict(d)
             payload["tree"] = self.memtree(d["tree"])
-            payload["parents"] = sorted(self.ids[p] for p in parents)
-            self.ids[at] = self._put("memrev", payload)
+            payload["parents"] = sorted(parents)
             self.report.memory_revisions += 1
-        return self.ids[rev_id]
+            return self._put("memrev", payload)
+
+        return self._parents_first(
+            rev_id, "memrev", lambda d: list(d.get("parents") or []), rewrite
+        )
 
     def memtree(self, tree_id: str) -> str:
         if tree_id not in self.ids:
