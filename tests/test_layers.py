@@ -95,6 +95,8 @@ LAZY = {
     ("histstore.history.importers.detect", "histstore.history.importers.turns_jsonl"): "the same",
     ("histstore.store", "histstore.store.store"): "a capture that finds the store locked "
     "needs the write helpers, not the codec and object kinds",
+    ("histstore.sync.purges", "histstore.ops.purge"): "a sync loads the purge machinery "
+    "(~180 ms: rewriting, memory rules) only when a purge entry is to be carried",
     ("histstore.capture.run", "histstore.capture.apply"): "a capture that finds the store "
     "locked returns before the store and importers load",
     ("histstore.capture.run", "histstore.store.store"): "the same",

@@ -16,7 +16,6 @@ lacks steps over every purged id, so no purged object is ever sent.
 
 from __future__ import annotations
 
-from histstore.ops import purge
 from histstore.store.purged import PurgeEntry
 from histstore.store.store import Store
 from histstore.sync.walk import _Presence, walk_missing
@@ -63,4 +62,6 @@ def receive(store: Store, src: Store, entries: list[PurgeEntry], command: str) -
                 presence.add(oid)
 
             walk_missing(src.objects, presence, roots, emit)
+    from histstore.ops import purge  # the purge machinery: only when there is one to carry
+
     purge.receive(store, entries, command=command)
