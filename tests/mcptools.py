@@ -18,12 +18,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import anyio.from_thread
 from helpers import turn_record, write_turns
-from mcp import Client, StdioServerParameters
-from mcp.client import ClientRequestContext
-from mcp.client.stdio import stdio_client
-from mcp.types import ListRootsResult, Root
 
 from histstore.memory.folders import snapshot
 from histstore.memory.scopes import memory_dir, scope_for
@@ -42,6 +37,13 @@ class Server:
         roots: list[str] | None = None,
         extra: list[str] = (),  # type: ignore[assignment]
     ) -> None:
+        # the SDK loads in a second: only in a worker that starts a server
+        import anyio.from_thread
+        from mcp import Client, StdioServerParameters
+        from mcp.client import ClientRequestContext
+        from mcp.client.stdio import stdio_client
+        from mcp.types import ListRootsResult, Root
+
         env = {
             "HOME": str(home),
             "XDG_STATE_HOME": str(home / ".local" / "state"),

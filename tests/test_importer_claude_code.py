@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import pathlib
 from typing import Any
@@ -12,12 +13,17 @@ from histstore.history.importers.claude_code import find_files, is_claude_code_l
 SID = "11111111-2222-3333-4444-555555555555"
 CWD = "/home/dev/proj"
 _ts = 0
+_T0 = datetime.datetime(2026, 1, 2, 3, 4)
 
 
 def _next_ts() -> str:
+    """A later time for every record made in this process: the order records
+    are written in is their order in time, whichever tests ran before (a
+    counter that wrapped at a minute once put a turn before its elder)."""
     global _ts
     _ts += 1
-    return f"2026-01-02T03:04:{_ts % 60:02d}.{_ts:03d}Z"
+    t = _T0 + datetime.timedelta(milliseconds=_ts)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
 def env(kind: str, uuid: str, parent: str | None, **extra: Any) -> dict[str, Any]:

@@ -9,6 +9,7 @@ the installed distribution claims no generic top-level import names."""
 from __future__ import annotations
 
 import ast
+import functools
 import shutil
 import subprocess
 import sys
@@ -134,19 +135,30 @@ def layer(module: str) -> int | None:
 def imports_of(path: Path, source: str | None = None) -> list[tuple[str, bool, int]]:
     """(imported module, inside a function, line) for every import of a file,
     relative imports resolved; ``from pkg import mod`` counts as ``pkg.mod``."""
-    src = path.read_text() if source is None else source
-    tree = ast.parse(src, str(path))
+    if source is None:
+        return _imports_of_file(path)
+    return _imports(path, ast.parse(source, str(path)))
+
+
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A source file parsed once per test process (four tests read them all)."""
+    return ast.parse(path.read_text(), str(path))
+
+
+@functools.cache
+def _imports_of_file(path: Path) -> list[tuple[str, bool, int]]:
+    return _imports(path, _tree(path))
+
+
+def _imports(path: Path, tree: ast.Module) -> list[tuple[str, bool, int]]:
     me = module_name(path).split(".")
     package = me if path.name == "__init__.py" else me[:-1]
-    in_function: set[int] = set()
-    for fn in ast.walk(tree):
-        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
-            in_function |= {id(n) for n in ast.walk(fn)}
-    out = []
-    for node in ast.walk(tree):
-        lazy = id(node) in in_function
+    out: list[tuple[str, bool, int]] = []
+
+    def visit(node: ast.AST, lazy: bool) -> None:
         if isinstance(node, ast.Import):
-            out += [(a.name, lazy, node.lineno) for a in node.names]
+            out.extend((a.name, lazy, node.lineno) for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[: len(package) - (node.level - 1)]
@@ -156,18 +168,17 @@ def imports_of(path: Path, source: str | None = None) -> list[tuple[str, bool, i
             for a in node.names:
                 full = f"{mod}.{a.name}"
                 # a submodule imported by name is an import of that submodule
-                out.append(
-                    (
-                        full
-                        if (ROOT / "/".join(full.split(".")[1:])).exists() or _is_module(full)
-                        else mod,
-                        lazy,
-                        node.lineno,
-                    )
-                )
+                out.append((full if _is_module(full) else mod, lazy, node.lineno))
+        else:
+            inner = lazy or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            for child in ast.iter_child_nodes(node):
+                visit(child, inner)
+
+    visit(tree, False)
     return out
 
 
+@functools.cache
 def _is_module(name: str) -> bool:
     parts = name.split(".")
     if parts[0] != "histstore":
@@ -278,8 +289,7 @@ def test_no_other_command_loads_the_mcp_sdk(tmp_path: Path) -> None:
 
 def test_library_never_prints_or_exits() -> None:
     for path in (ROOT / "histstore").rglob("*.py"):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.Call):
                 f = node.func
                 name = f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")
@@ -355,7 +365,7 @@ def test_no_long_piece_without_a_reason() -> None:
         text = path.read_text()
         if text.count("\n") > 620:
             found.add(rel)
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 assert node.end_lineno is not None
                 if node.end_lineno - node.lineno + 1 > 80:

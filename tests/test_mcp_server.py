@@ -22,7 +22,6 @@ from typing import Any
 import filelock
 import pytest
 from helpers import HS, turn_record, write_turns
-from mcp import MCPError
 from mcptools import Server, build_store
 
 from histstore.mcp import history, tools
@@ -453,6 +452,8 @@ def test_no_store_locked_or_damaged_is_the_cli_line(
 def test_the_server_never_exits_on_a_bad_request(
     linked: tuple[Path, Server, dict[str, Path]],
 ) -> None:
+    from mcp import MCPError  # the SDK loads only where a server runs (tests/mcptools.py)
+
     link, srv, paths = linked
     _point(link, paths["store"])
     assert srv.error("no_such_tool", {}).startswith("hs: error: no tool 'no_such_tool'")

@@ -90,9 +90,11 @@ def _python_syntax(pattern: str) -> str:
     return pattern.replace(r"\z", "$")
 
 
-def _class(items: list[tuple[Any, Any]]) -> list[str]:
+@functools.cache
+def _class(items: tuple[tuple[Any, Any], ...]) -> list[str]:
     """The printable ASCII characters a character class allows, letters and
-    digits first when it has any (a secret is made of those)."""
+    digits first when it has any (a secret is made of those). Cached: a
+    class repeated ``{32}`` is asked for once per character drawn."""
     negate = False
     chars: set[str] = set()
     for op, av in items:
@@ -147,7 +149,7 @@ class _Draw:
                 # an unescaped dot is mostly meant as one (hooks.slack.com)
                 out.append("." if self.first else self.rng.choice(string.ascii_letters + "."))
             elif op is sre.IN:
-                out.append(self.rng.choice(_class(av)))
+                out.append(self.rng.choice(_class(tuple(av))))
             elif op is sre.BRANCH:
                 branches = av[1]
                 pick = branches[0] if self.first else self.rng.choice(branches)
