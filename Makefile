@@ -51,10 +51,17 @@ typecheck: $(STAMP)
 # disk when it has one with room (a tantivy commit and the durability tests'
 # fsyncs cost nothing there: the suite takes ~4/5 of the time on disk).
 TEST_TMP := $(shell df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 && $$4 > 1048576 { print "/dev/shm" }')
+# The sources are compiled first: the tests start ~100 `hs` and python
+# processes, and where PYTHONDONTWRITEBYTECODE is set each would compile
+# every module it loads again.
 unit: $(STAMP)
+	@$(BIN)/python -m compileall -q $(SRC) >/dev/null
 	$(if $(TEST_TMP),TMPDIR=$(TEST_TMP)) $(BIN)/pytest -n 2 --dist worksteal
 
-test: lint typecheck unit
+# The linters and the type check run beside the suite: its workers wait on
+# the processes the tests start often enough to leave them room.
+test: $(STAMP)
+	@$(MAKE) --no-print-directory -j3 lint typecheck unit
 
 # The same suite exploring further: property tests with fresh random examples
 # (many more of them), the lock-contention loop for longer, the capture runs

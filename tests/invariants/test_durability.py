@@ -65,7 +65,7 @@ def test_killed_import_leaves_a_consistent_store_holding_what_was_acknowledged(
     acknowledged ``kill_after`` imports, so the kill lands while the next one
     is running."""
     Store.init(store_path)[0].close()
-    files = make_files(tmp_path, n_files=12, per_file=150)
+    files = make_files(tmp_path, n_files=12, per_file=50)
     proc = subprocess.Popen(
         [sys.executable, "-c", IMPORTER, str(store_path), *map(str, files)],
         stdout=subprocess.PIPE,
