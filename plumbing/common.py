@@ -21,9 +21,8 @@ from typer.core import TyperGroup
 from histstore.display import visible
 from histstore.errors import HistError
 from histstore.plumbing import term
-from histstore.plumbing.report import error_lines, internal_line, os_error_line
+from histstore.plumbing.report import error_lines, internal_line, open_store_at, os_error_line
 from histstore.store.config import default_store_path
-from histstore.store.purged import PENDING as PURGE_PENDING
 from histstore.store.store import Store
 
 
@@ -260,15 +259,10 @@ def store_path(ctx: typer.Context) -> Path:
 
 
 def open_store(ctx: typer.Context) -> Store:
-    store = Store.open(store_path(ctx))
-    store.notify = lambda message: stderr_line(f"hs: {message}")
-    store.break_lock = bool((ctx.find_root().obj or {}).get("break_lock"))
+    store = open_store_at(
+        store_path(ctx), break_lock=bool((ctx.find_root().obj or {}).get("break_lock"))
+    )
     ctx.call_on_close(store.close)
-    if (store.root / PURGE_PENDING).exists():
-        # a purge a crash interrupted: the next command completes it first
-        from histstore.ops.purge_run import complete_pending
-
-        complete_pending(store)
     return store
 
 

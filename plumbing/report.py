@@ -10,10 +10,15 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from histstore.display import visible
 from histstore.errors import Ambiguous, HistError
 from histstore.plumbing import term
+
+if TYPE_CHECKING:
+    from histstore.store.store import Store
 
 
 def error_lines(e: HistError) -> list[str]:
@@ -69,3 +74,24 @@ def guarded(run: Callable[[], None]) -> int:
         stderr_line(internal_line(e))
         return 1
     return 0
+
+
+def open_store_at(root: Path, *, break_lock: bool) -> Store:
+    """The store at ``root`` as every command opens it: its notices as lines
+    on stderr, ``--break-lock`` as given, and a purge a crash interrupted
+    completed first (the next command completes it)."""
+    from histstore.store.purged import PENDING
+    from histstore.store.store import Store
+
+    store = Store.open(root)
+    store.notify = lambda message: stderr_line(f"hs: {message}")
+    store.break_lock = break_lock
+    if (store.root / PENDING).exists():
+        from histstore.ops.purge_run import complete_pending
+
+        try:
+            complete_pending(store)
+        except BaseException:
+            store.close()
+            raise
+    return store

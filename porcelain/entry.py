@@ -1,7 +1,8 @@
 """The ``hs`` executable: the commands asked most often run without loading
-typer — the hook command (histstore.porcelain.hook) and ``hs recall``
-(histstore.porcelain.recall_cmd), when every argument is one they know;
-every other command is the typer app (histstore.porcelain.cli)."""
+typer — the hook command (histstore.porcelain.hook) and ``hs recall``,
+``hs log``, ``hs show`` and ``hs status`` (histstore.porcelain.quick), when
+every argument is one they know; every other command is the typer app
+(histstore.porcelain.cli)."""
 
 from __future__ import annotations
 
@@ -19,12 +20,11 @@ def main() -> None:
     code = main_fast(sys.argv[1:])
     if code is not None:
         sys.exit(code)
-    if "recall" in sys.argv[1:4]:
-        from histstore.porcelain.recall_cmd import quick
+    from histstore.porcelain.quick import dispatch
 
-        code = quick(sys.argv[1:])
-        if code is not None:
-            sys.exit(code)
+    code = dispatch(sys.argv[1:])
+    if code is not None:
+        sys.exit(code)
     from histstore.porcelain.cli import main as cli_main
 
     cli_main()

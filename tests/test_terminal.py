@@ -289,23 +289,26 @@ def _first_function(tree: ast.Module) -> dict[int, str]:
 #: where the porcelain prints exact bytes: --raw records, export output (the
 #: library made markdown visible), and the diff's lines (made visible, then
 #: coloured)
-EXACT = {("cli.py", "_show_turn"), ("cli.py", "export"), ("memory_cli.py", "diff")}
+EXACT = {("reads_cmd.py", "_show_turn"), ("cli.py", "export"), ("memory_cli.py", "diff")}
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "porcelain").glob("*.py")))
 def test_human_views_print_only_through_say(name: str) -> None:
-    """Every typer.echo of the porcelain prints JSON, or is one of EXACT, or is
+    """Every typer.echo of the porcelain (and every call of reads_cmd's
+    ``_raw``, its typer-free twin) prints JSON, or is one of EXACT, or is
     render.say itself: anything else would print stored text as it is."""
     tree = ast.parse((ROOT / "porcelain" / name).read_text())
     where = _first_function(tree)
     for node in ast.walk(tree):
-        if not (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
+        if not isinstance(node, ast.Call):
+            continue
+        echo = (
+            isinstance(node.func, ast.Attribute)
             and node.func.attr == "echo"
             and isinstance(node.func.value, ast.Name)
             and node.func.value.id == "typer"
-        ):
+        )
+        if not (echo or (isinstance(node.func, ast.Name) and node.func.id == "_raw")):
             continue
         fn = where.get(node.lineno, "")
         first: Any = node.args[0] if node.args else None

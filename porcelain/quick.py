@@ -1,0 +1,165 @@
+"""The quick path: the commands asked most often, run without loading typer.
+
+Importing typer and building the app is most of the start-up of an ``hs``
+command (~60 ms of ~170 here), and ``hs log``, ``hs show``, ``hs status`` and
+``hs recall`` are asked often, by people and by scripts. When every argument
+of such a command line is one its :class:`Spec` knows, :func:`run` parses it,
+opens the store as the full CLI does and runs the command's typer-free body
+(histstore.porcelain.reads_cmd, histstore.porcelain.recall_cmd); anything
+else — ``--help``, an option the spec does not know, a value that is not a
+number, ``--`` — is None, and the full CLI parses it as always. Both paths
+print the same lines and exit with the same codes (tests/test_quick.py runs
+every case through both).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+#: what every command takes (histstore.plumbing.common adds them to each)
+TERM_FLAGS = {"--no-pager": "no_pager", "-P": "no_pager"}
+TERM_VALUES = {"--color": "color"}
+COLORS = ("auto", "always", "never")
+
+
+class Spec(NamedTuple):
+    """A command's arguments: ``flags`` (option -> keyword, set to True),
+    ``values`` (option -> keyword, the next argument or ``--opt=value``),
+    ``numbers`` (keywords whose value is an integer), ``defaults`` (every
+    keyword of the body), and what it takes besides options: ``positional``
+    names the keyword of exactly one argument, ``words`` that of one or more
+    (a list); neither, no argument."""
+
+    flags: dict[str, str]
+    values: dict[str, str]
+    numbers: frozenset[str]
+    defaults: dict[str, Any]
+    positional: str | None = None
+    words: str | None = None
+
+
+def parse(argv: list[str], command: str, spec: Spec) -> tuple[str | None, dict[str, Any]] | None:
+    """``[--store S | -C S] COMMAND ARGS...`` as (store, keyword arguments),
+    or None for anything the full CLI must parse."""
+    args = list(argv)
+    store: str | None = None
+    while args and args[0] != command:
+        head = args.pop(0)
+        if head in ("--store", "-C") and args:
+            store = args.pop(0)
+        elif head.startswith("--store="):
+            store = head.partition("=")[2]
+        else:
+            return None
+    if not args:
+        return None
+    args.pop(0)
+    flags = {**spec.flags, **TERM_FLAGS}
+    values = {**spec.values, **TERM_VALUES}
+    kw: dict[str, Any] = {**spec.defaults, "color": None, "no_pager": False}
+    rest: list[str] = []
+    while args:
+        a = args.pop(0)
+        if a in flags:
+            kw[flags[a]] = True
+            continue
+        name, eq, value = a.partition("=")
+        if name in values and a.startswith("--"):
+            if not eq:
+                if not args:
+                    return None
+                value = args.pop(0)
+        elif a in values:
+            if not args:
+                return None
+            name, value = a, args.pop(0)
+        elif a.startswith("-"):
+            return None  # --help, an option this path does not know, "--", a negative number
+        else:
+            rest.append(a)
+            continue
+        key = values[name]
+        if key == "color" and value not in COLORS:
+            return None  # the full CLI's usage line says why
+        if key in spec.numbers:
+            try:
+                kw[key] = int(value)
+            except ValueError:
+                return None  # the full CLI says why
+        else:
+            kw[key] = value
+    if spec.words is not None:
+        if not rest:
+            return None
+        kw[spec.words] = rest
+    elif spec.positional is not None:
+        if len(rest) != 1:
+            return None
+        kw[spec.positional] = rest[0]
+    elif rest:
+        return None
+    return store, kw
+
+
+def run(argv: list[str], command: str, spec: Spec, body: Callable[..., None]) -> int | None:
+    """Run ``hs COMMAND`` without typer: ``body(store, **kw)`` against the
+    store opened as the full CLI opens it; None when the full CLI must parse
+    ``argv``."""
+    parsed = parse(argv, command, spec)
+    if parsed is None:
+        return None
+    store_arg, kw = parsed
+    from histstore.plumbing import term
+    from histstore.plumbing.report import guarded
+
+    def go() -> None:
+        from histstore.plumbing.report import open_store_at
+        from histstore.store.config import default_store_path
+
+        term.set_options(color=kw.pop("color"), no_pager=kw.pop("no_pager"))
+        root = Path(store_arg).expanduser() if store_arg else default_store_path()
+        store = open_store_at(root, break_lock=False)
+        try:
+            body(store, **kw)
+        finally:
+            store.close()
+        sys.stdout.flush()
+
+    # as HsGroup.main does: the terminal's state per command line, the pager
+    # (when the command pages) waited for before the exit
+    term.start()
+    term.set_command(command)
+    try:
+        return guarded(go)
+    finally:
+        term.finish()
+
+
+#: the commands with a quick path
+COMMANDS = ("recall", "log", "show", "status")
+
+
+def dispatch(argv: list[str]) -> int | None:
+    """The quick path of the command ``argv`` names (first, or after the
+    store: ``hs --store S log``), or None: the full CLI runs it."""
+    first = argv[0] if argv else ""
+    i = 2 if first in ("--store", "-C") else 1 if first.startswith("--store=") else 0
+    command = argv[i] if i < len(argv) else None
+    if command not in COMMANDS:
+        return None
+    if command == "recall":
+        from histstore.porcelain.recall_cmd import quick
+
+        return quick(argv)
+    from histstore.porcelain import reads_cmd
+
+    bodies: dict[str, tuple[Spec, Callable[..., None]]] = {
+        "log": (reads_cmd.LOG, reads_cmd.log),
+        "show": (reads_cmd.SHOW, reads_cmd.show),
+        "status": (reads_cmd.STATUS, reads_cmd.status),
+    }
+    spec, body = bodies[command]
+    return run(argv, command, spec, body)

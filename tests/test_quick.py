@@ -1,0 +1,172 @@
+"""The quick path (histstore.porcelain.quick): `hs log`, `hs show`, `hs status`
+and `hs recall` without typer print exactly what the full CLI prints, with
+the same exit code, for every argument they know; anything else is left to
+the full CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import HS, turn_record, write_turns
+
+from histstore.porcelain.quick import dispatch, parse
+from histstore.porcelain.reads_cmd import LOG, SHOW, STATUS
+
+
+@pytest.fixture
+def filled(hs: HS, tmp_path: Path) -> Path:
+    """Two projects, two agents, a tombstoned and an excluded turn."""
+    recs = [
+        turn_record(1, session_id="s-app", project="/home/dev/app", asked="login_user expiry"),
+        turn_record(2, session_id="s-app", project="/home/dev/app", answered="refresh tokens"),
+        turn_record(3, session_id="s-cx", project="/home/dev/app", agent="codex", asked="cache"),
+        turn_record(4, session_id="s-other", project="/home/dev/other", asked="zebra"),
+        turn_record(5, session_id="s-other", project="/home/dev/other", asked="secret plan"),
+    ]
+    assert hs("init").exit_code == 0
+    assert hs("import", str(write_turns(tmp_path / "t.jsonl", recs))).exit_code == 0
+    for turn, mode in (("turn-0004", []), ("turn-0005", ["--exclude"])):
+        r = hs("forget", turn, "--confirm", turn, *mode)
+        assert r.exit_code == 0, r.stderr
+    return Path(os.environ["HISTORY_DIR"])
+
+
+def _object_of(hs: HS, turn: str) -> str:
+    (out,) = hs.json_lines("show", "--json", turn)
+    return str(out["object"])
+
+
+CASES = [
+    ["log"],
+    ["log", "--oneline"],
+    ["log", "--json"],
+    ["log", "-n", "2"],
+    ["log", "--max-count=1", "--oneline"],
+    ["log", "-n", "-1"],
+    ["log", "--since", "2w"],
+    ["log", "--since", "soon"],
+    ["log", "--grep", "LOGIN"],
+    ["log", "--agent", "codex"],
+    ["log", "--agent", "codx"],
+    ["log", "--project", "other", "--all"],
+    ["log", "--project", "/home/dev/app/"],
+    ["log", "--session", "s-app", "--json"],
+    ["log", "--color", "always", "-P"],
+    ["log", "--color=never", "--no-pager", "--oneline"],
+    ["show", "turn-0001"],
+    ["show", "--full", "turn-0002"],
+    ["show", "turn-0003", "--json"],
+    ["show", "--json", "--full", "turn-0001"],
+    ["show", "--raw", "turn-0001"],
+    ["show", "turn-0004"],
+    ["show", "--all", "turn-0004"],
+    ["show", "--all", "--json", "turn-0005"],
+    ["show", "s-other"],
+    ["show", "s-app", "--json"],
+    ["show", "turn-9999"],
+    ["show", "turn-"],
+    ["show", "--color", "always", "turn-0001"],
+    ["status"],
+    ["status", "--json"],
+    ["recall", "-e", "login_user"],
+    ["recall", "--everywhere", "--json", "-k", "1", "refresh"],
+]
+
+
+def test_the_quick_path_prints_what_the_cli_prints(
+    hs: HS, filled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = [*CASES, ["show", _object_of(hs, "turn-0001")], ["show", "--json", "0" * 64]]
+    for args in cases:
+        want = hs(*args)
+        capsys.readouterr()
+        code = dispatch(["--store", str(filled), *args])
+        got = capsys.readouterr()
+        assert code is not None, args
+        assert (code, got.out, got.err) == (want.exit_code, want.stdout, want.stderr), args
+    # the store given the other ways, or by $HISTORY_DIR
+    for head in (["-C", str(filled)], [f"--store={filled}"], []):
+        want = hs("log", "--oneline")
+        capsys.readouterr()
+        assert dispatch([*head, "log", "--oneline"]) == 0
+        assert capsys.readouterr().out == want.stdout
+
+
+def test_a_store_that_is_not_there_fails_as_in_the_cli(
+    hs: HS, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for args in (["log"], ["show", "x"], ["status"]):
+        where = ["--store", str(tmp_path / "nowhere")]
+        want = hs(*where, *args)
+        capsys.readouterr()
+        code = dispatch([*where, *args])
+        got = capsys.readouterr()
+        assert want.exit_code != 0 and got.err.startswith("hs: error: ")
+        assert (code, got.out, got.err) == (want.exit_code, want.stdout, want.stderr), args
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["log", "--help"],
+        ["log", "-n", "x"],
+        ["log", "-n5"],
+        ["log", "-n"],
+        ["log", "--bogus"],
+        ["log", "extra"],
+        ["log", "--", "x"],
+        ["log", "--json=1"],
+        ["show"],
+        ["show", "a", "b"],
+        ["show", "--full"],
+        ["status", "extra"],
+        ["status", "--color", "purple"],
+        ["-P", "log"],
+        ["--break-lock", "status"],
+        ["plumbing", "log"],
+        ["memory", "show", "x"],
+        ["-C", "/s", "memory", "log"],
+        ["import"],
+        [],
+    ],
+)
+def test_what_the_quick_path_does_not_know_goes_to_the_full_cli(argv: list[str]) -> None:
+    assert dispatch(argv) is None
+
+
+def test_the_parse_of_each_command() -> None:
+    assert parse(["-C", "/s", "log", "-n", "3", "--oneline", "--grep=a b"], "log", LOG) == (
+        "/s",
+        {**LOG.defaults, "n": 3, "oneline": True, "grep": "a b", "color": None, "no_pager": False},
+    )
+    assert parse(["show", "--all", "abc"], "show", SHOW) == (
+        None,
+        {**SHOW.defaults, "all_": True, "ident": "abc", "color": None, "no_pager": False},
+    )
+    assert parse(["status", "-P"], "status", STATUS) == (
+        None,
+        {"json_out": False, "color": None, "no_pager": True},
+    )
+
+
+def test_hs_log_as_a_process_never_loads_typer(filled: Path) -> None:
+    """What the quick path is for: the start-up of typer and the app."""
+    code = (
+        "import sys\n"
+        "sys.argv = ['hs', 'log', '--oneline']\n"
+        "from histstore.porcelain.entry import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as e:\n"
+        "    assert e.code == 0, e.code\n"
+        "assert 'typer' not in sys.modules, 'typer was loaded'\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert len(r.stdout.splitlines()) == 5  # four turns and one forgotten
