@@ -276,34 +276,6 @@ def _print_capture_summary(info: dict[str, Any]) -> None:
         say(f"failures: none in the last {days} days")
 
 
-def status_lines(info: dict[str, Any]) -> list[str]:
-    """The capture lines of ``hs status`` (from histstore.capture.journal.summary)."""
-    last = info["last_run"]
-    out = []
-    if last is None:
-        out.append("capture:    no hook has run (see `hs hooks install`)")
-    else:
-        out.append(
-            f"capture:    last {last.get('agent')} {last.get('event')} at "
-            f"{when(last.get('time'), seconds=True)}: "
-            f"{last.get('result')}"
-        )
-    extra = []
-    if info["waiting"]:
-        extra.append(f"{info['waiting']} spooled")
-    if info["set_aside"]:
-        extra.append(f"{info['set_aside']} set aside")
-    if info["failures"]:
-        f = info["last_failure"] or {}
-        extra.append(
-            f"{info['failures']} failure{'s' if info['failures'] != 1 else ''} in "
-            f"{info['failures_days']} days, the latest: {field(str(f.get('message')))}"
-        )
-    if extra:
-        out.append("            " + "; ".join(extra))
-    return out
-
-
 def watch(
     ctx: typer.Context,
     paths: Annotated[

@@ -154,7 +154,6 @@ def status(store: Any, *, json_out: bool) -> None:
 
     from histstore.capture.journal import summary
     from histstore.ops.status import TOP_PROJECTS, status_info
-    from histstore.porcelain.capture_cli import status_lines
 
     info = status_info(store)
     info["capture"] = summary(store.root)
@@ -218,7 +217,7 @@ def status(store: Any, *, json_out: bool) -> None:
         )
     else:
         say(label("operations:") + "none yet")
-    for line in status_lines(info["capture"]):
+    for line in _capture_lines(info["capture"]):
         # the hooks' lines, under the same labels
         head, colon, rest = line.partition(":") if not line.startswith(" ") else ("", "", line)
         say(label(head + colon) + rest.lstrip())
@@ -429,6 +428,34 @@ def _print_forgotten_session(session_id: str, marker: Any, json_out: bool) -> No
         since = when(marker.time, seconds=True)
         say(Text("session ", paint(session_id, "id")))
         say(f"\n    forgotten ({mode_word(marker.mode)} since {since})")
+
+
+def _capture_lines(info: dict[str, Any]) -> list[str]:
+    """The capture lines of ``hs status`` (from histstore.capture.journal.summary)."""
+    last = info["last_run"]
+    out = []
+    if last is None:
+        out.append("capture:    no hook has run (see `hs hooks install`)")
+    else:
+        out.append(
+            f"capture:    last {last.get('agent')} {last.get('event')} at "
+            f"{when(last.get('time'), seconds=True)}: "
+            f"{last.get('result')}"
+        )
+    extra = []
+    if info["waiting"]:
+        extra.append(f"{info['waiting']} spooled")
+    if info["set_aside"]:
+        extra.append(f"{info['set_aside']} set aside")
+    if info["failures"]:
+        f = info["last_failure"] or {}
+        extra.append(
+            f"{info['failures']} failure{'s' if info['failures'] != 1 else ''} in "
+            f"{info['failures_days']} days, the latest: {field(str(f.get('message')))}"
+        )
+    if extra:
+        out.append("            " + "; ".join(extra))
+    return out
 
 
 def _plural(n: int, word: str) -> str:

@@ -165,8 +165,7 @@ class Summary:
                         "the summary is of another schema: the next reader rebuilds it"
                     )
                 self._reset(conn)
-            last = self.store.refs.last_operation()
-            want = last.op if last is not None else ""
+            want = self.store.refs.last_op_id() or ""
             if (self._meta(conn, "applied_op") or "") != want or self._meta(conn, "built") is None:
                 self._catch_up(conn, limit)
         except sqlite3.DatabaseError as e:

@@ -11,7 +11,6 @@ from typing import Any
 from histstore.history.project import project_key
 from histstore.history.summary import open_summary
 from histstore.store.objectstore import DiskObjectStore
-from histstore.store.oplog import Operation
 from histstore.store.store import Store
 
 #: how many projects ``hs status`` lists by turns
@@ -51,8 +50,9 @@ def status_info(store: Store) -> dict[str, Any]:
         packs = len(objs.packs())
         loose = sum(1 for _ in objs.iter_loose())
         size = parts["objects"]
-    last = store.refs.last_operation()
-    capture = next((op for op in store.refs.newest_first() if _is_capture(op)), None)
+    # the entries as written (as_json), without an object per ref change
+    last = next(store.refs.newest_first_json(), None)
+    capture = next((d for d in store.refs.newest_first_json() if _is_capture(d)), None)
     return {
         "store": str(store.root),
         "format": store.format_version,
@@ -67,17 +67,17 @@ def status_info(store: Store) -> dict[str, Any]:
         "size_bytes": size,
         "sizes": parts,
         "project_turns": [{"project": k, "turns": n} for k, n in top],
-        "last_capture": capture.as_json() if capture else None,
+        "last_capture": capture,
         "operations": counts["operations"],
-        "last_operation": last.as_json() if last else None,
+        "last_operation": last,
         "memory_scopes": len(store.refs.list_refs("memory/")),
         "memory_dirs": store.config.get("memory", {}).get("dirs", {}),
     }
 
 
-def _is_capture(op: Operation) -> bool:
-    extra = op.extra or {}
-    return extra.get("kind") in CAPTURES
+def _is_capture(op: dict[str, Any]) -> bool:
+    extra = op.get("extra") or {}
+    return isinstance(extra, dict) and extra.get("kind") in CAPTURES
 
 
 #: the parts of a store folder ``hs status`` sizes, by top-level name

@@ -163,8 +163,7 @@ class RecallIndex:
             raise _damaged(gen.name, e) from None
 
     def status(self) -> IndexStatus:
-        last = self.store.refs.last_operation()
-        last_op = last.op if last else None
+        last_op = self.store.refs.last_op_id()
         gen = self.gens.current()
         names = self.gens.names()
         if gen is None:

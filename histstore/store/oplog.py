@@ -104,6 +104,18 @@ def read_log(log_path: Path) -> Iterator[LogLine]:
 def newest_first(log_path: Path) -> Iterator[Operation]:
     """Complete entries from the end of the log backwards (torn lines skipped),
     reading only as far back as the caller goes."""
+    for d in newest_first_json(log_path):
+        try:
+            yield Operation.from_json(d)
+        except (KeyError, TypeError):
+            continue  # not an entry: look further back
+
+
+def newest_first_json(log_path: Path) -> Iterator[dict[str, Any]]:
+    """:func:`newest_first` as the entries' JSON objects, as written (what
+    ``Operation.as_json`` gives), without making an object of every ref
+    change: an import's entry names every session it moved, and a reader
+    that wants the newest entry's id or time need not build them all."""
     try:
         f = open(log_path, "rb")  # noqa: SIM115
     except FileNotFoundError:
@@ -121,6 +133,14 @@ def newest_first(log_path: Path) -> Iterator[Operation]:
             for raw in reversed(lines[1:] if pos > 0 else lines):
                 if raw.strip():
                     try:
-                        yield Operation.from_json(json.loads(raw))
-                    except (ValueError, KeyError, TypeError):
+                        d = json.loads(raw)
+                    except ValueError:
                         continue  # a torn line: look further back
+                    if (
+                        isinstance(d, dict)
+                        and isinstance(d.get("op"), str)
+                        and isinstance(d.get("changes"), list)
+                        and "time" in d
+                        and "command" in d
+                    ):
+                        yield d

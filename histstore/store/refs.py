@@ -34,7 +34,15 @@ from histstore.store.clock import now_rfc3339
 from histstore.store.codec import canonical_json, is_object_id
 from histstore.store.fsutil import append_line, atomic_write, fsync_dir
 from histstore.store.kinds import TURN_SEPARATOR
-from histstore.store.oplog import LogLine, Operation, RefChange, newest_first, one_line, read_log
+from histstore.store.oplog import (
+    LogLine,
+    Operation,
+    RefChange,
+    newest_first,
+    newest_first_json,
+    one_line,
+    read_log,
+)
 
 _COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+=-]*")
 _UPPER = re.compile(r"[A-Z]")
@@ -354,6 +362,16 @@ class RefStore:
     def last_operation(self) -> Operation | None:
         """The newest complete entry, read from the end of the log."""
         return next(self.newest_first(), None)
+
+    def newest_first_json(self) -> Iterator[dict[str, Any]]:
+        """:meth:`newest_first` as the entries' JSON objects (no object per ref change)."""
+        return newest_first_json(self.log_path)
+
+    def last_op_id(self) -> str | None:
+        """The id of the newest complete entry: what a derived view compares
+        with the operation it last applied."""
+        d = next(self.newest_first_json(), None)
+        return None if d is None else str(d["op"])
 
     def operations_after(self, op_id: str | None) -> list[Operation] | None:
         """The operations logged after ``op_id``, oldest first (all of them for

@@ -197,8 +197,7 @@ class _Plan:
 def _mark(store: Store) -> tuple[str | None, str | None]:
     """(the newest operation in the refs log, the last one applied): any ref
     change moves one of them."""
-    last = store.refs.last_operation()
-    return (last.op if last else None), store.refs.applied()
+    return store.refs.last_op_id(), store.refs.applied()
 
 
 def _checked_refs(store: Store, side: str) -> dict[str, str]:
