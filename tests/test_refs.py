@@ -201,6 +201,25 @@ def test_operations_after_reads_back_from_the_end(tmp_path: Path) -> None:
     assert len(refs.operations_after(None) or []) == 5
 
 
+def test_the_newest_entry_of_a_long_log_is_read_from_its_end(tmp_path: Path) -> None:
+    """The id a derived view compares comes from the last bytes of the log
+    when its last line is whole; a torn last line, a parent or none, and a
+    line longer than a read (an import's) all give what a full parse gives."""
+    refs = RefStore(tmp_path)
+    assert refs.last_op_id() is None
+    first = refs.apply(many(3000, A), "hs import")  # one line of ~250 KB
+    assert refs.last_op_id() == first.op
+    assert next(refs.newest_first_json())["op"] == first.op
+    assert next(refs.newest_first_json()) == first.as_json()
+    second = refs.apply([RefChange("sessions/s001", A, B)], "hs record")
+    assert second.parent == first.op and refs.last_op_id() == second.op
+    with open(tmp_path / "refs.log", "ab") as f:
+        f.write(b'{"changes":[],"command":"x","op":"0123456789abcdef","parent":null,"ti')
+    assert refs.last_op_id() == second.op  # the torn line is not an entry
+    assert [d["op"] for d in refs.newest_first_json()] == [second.op, first.op]
+    assert [o.op for o in refs.newest_first()] == [second.op, first.op]
+
+
 # --------------------------------------------------------------- packed refs
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +112,31 @@ def newest_first(log_path: Path) -> Iterator[Operation]:
             continue  # not an entry: look further back
 
 
+#: the end of a complete entry: keys are sorted (canonical JSON), so ``op``,
+#: ``parent`` and ``time`` come last, and no string holds an unescaped quote
+_TAIL = re.compile(
+    rb'"op":"([0-9a-f]{16})","parent":(?:null|"[0-9a-f]{16}"),"time":"[^"\\]*"\}\n\Z'
+)
+
+
+def last_op_id(log_path: Path) -> str | None:
+    """The id of the newest complete entry, read from the last bytes of the
+    log when its last line is whole (an import's line is megabytes long: not
+    parsed for its id); otherwise as :func:`newest_first_json` finds it."""
+    try:
+        with open(log_path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - 512))
+            tail = f.read()
+    except FileNotFoundError:
+        return None
+    m = _TAIL.search(tail)
+    if m is not None:
+        return m.group(1).decode("ascii")
+    d = next(newest_first_json(log_path), None)
+    return None if d is None else str(d["op"])
+
+
 def newest_first_json(log_path: Path) -> Iterator[dict[str, Any]]:
     """:func:`newest_first` as the entries' JSON objects, as written (what
     ``Operation.as_json`` gives), without making an object of every ref
@@ -122,14 +148,20 @@ def newest_first_json(log_path: Path) -> Iterator[dict[str, Any]]:
         return
     with f:
         pos = f.seek(0, os.SEEK_END)
-        carry = b""
+        # the pieces, latest first, of a line that starts further back (kept
+        # apart until its start is read: an import's line is megabytes long)
+        carry: list[bytes] = []
         while pos > 0:
             step = min(1 << 16, pos)
             pos -= step
             f.seek(pos)
-            lines = (f.read(step) + carry).split(b"\n")
+            chunk = f.read(step)
+            if pos > 0 and b"\n" not in chunk:
+                carry.append(chunk)
+                continue
+            lines = (chunk + b"".join(reversed(carry))).split(b"\n")
             # the first piece may be the tail of a line that starts further back
-            carry = lines[0] if pos > 0 else b""
+            carry = [lines[0]] if pos > 0 else []
             for raw in reversed(lines[1:] if pos > 0 else lines):
                 if raw.strip():
                     try:

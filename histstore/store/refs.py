@@ -38,6 +38,7 @@ from histstore.store.oplog import (
     LogLine,
     Operation,
     RefChange,
+    last_op_id,
     newest_first,
     newest_first_json,
     one_line,
@@ -378,9 +379,8 @@ class RefStore:
 
     def last_op_id(self) -> str | None:
         """The id of the newest complete entry: what a derived view compares
-        with the operation it last applied."""
-        d = next(self.newest_first_json(), None)
-        return None if d is None else str(d["op"])
+        with the operation it last applied (histstore.store.oplog.last_op_id)."""
+        return last_op_id(self.log_path)
 
     def operations_after(self, op_id: str | None) -> list[Operation] | None:
         """The operations logged after ``op_id``, oldest first (all of them for
