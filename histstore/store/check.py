@@ -151,6 +151,7 @@ def check_packs(objects: DiskObjectStore, *, repair: bool) -> list[Finding]:
                 out.append(reindex(objects, pack.pack_path))
             else:
                 out.append(error("pack", "pack index checksum mismatch", pack.idx_path.name))
+    objects.verify_midx()
     if objects.bad_midx is not None:
         if repair:
             repack.write_midx(objects, objects.packs())

@@ -241,6 +241,15 @@ class DiskObjectStore(ObjectStore):
             self.bad_midx = e.reason if isinstance(e, CorruptObject) else "missing"
         return True
 
+    def verify_midx(self) -> None:
+        """Check the multi-pack index's checksum (fsck): a mismatch is recorded
+        in ``bad_midx`` and every pack is then searched on its own."""
+        self._scan_midx()
+        if self._midx is not None and not self._midx.verify():
+            self._midx.close()
+            self._midx = None
+            self.bad_midx = "multi-pack index checksum mismatch"
+
     def forget_bad(self, index_name: str) -> None:
         """Look at a pack index again on the next scan (it was repaired)."""
         self.bad_packs.pop(index_name, None)
