@@ -417,6 +417,7 @@ def log(
 
     Example: hs log --oneline --since 2w --project webshop
     """
+    reads_cmd.check_log(n=n)
     reads_cmd.log(
         open_store(ctx),
         session=session,

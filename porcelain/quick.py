@@ -31,7 +31,8 @@ class Spec(NamedTuple):
     ``numbers`` (keywords whose value is an integer), ``defaults`` (every
     keyword of the body), and what it takes besides options: ``positional``
     names the keyword of exactly one argument, ``words`` that of one or more
-    (a list); neither, no argument."""
+    (a list); neither, no argument. ``check(**kw)`` refuses a bad value
+    before the store is opened, as the typer command does."""
 
     flags: dict[str, str]
     values: dict[str, str]
@@ -39,6 +40,8 @@ class Spec(NamedTuple):
     defaults: dict[str, Any]
     positional: str | None = None
     words: str | None = None
+    #: what the command refuses before it opens the store (BadInput)
+    check: Callable[..., None] | None = None
 
 
 def parse(argv: list[str], command: str, spec: Spec) -> tuple[str | None, dict[str, Any]] | None:
@@ -54,6 +57,8 @@ def parse(argv: list[str], command: str, spec: Spec) -> tuple[str | None, dict[s
             store = head.partition("=")[2]
         else:
             return None
+        if not store:
+            return None  # typer makes "" the current directory: the full CLI says so
     if not args:
         return None
     args.pop(0)
@@ -120,6 +125,8 @@ def run(argv: list[str], command: str, spec: Spec, body: Callable[..., None]) ->
         from histstore.store.config import default_store_path
 
         term.set_options(color=kw.pop("color"), no_pager=kw.pop("no_pager"))
+        if spec.check is not None:
+            spec.check(**kw)
         root = Path(store_arg).expanduser() if store_arg else default_store_path()
         store = open_store_at(root, break_lock=False)
         try:

@@ -5,7 +5,7 @@ their options and call it, and so does the quick path
 (histstore.porcelain.quick), which runs these commands without importing
 typer when it knows every argument. Human lines go through
 :func:`histstore.porcelain.render.say`; JSON and exact bytes through
-:func:`_raw`, as they are.
+:func:`histstore.porcelain.render.raw_line`, as they are.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from histstore.errors import BadInput, NotFound
 from histstore.plumbing import term
 from histstore.plumbing.term import Text, paint
 from histstore.porcelain.quick import Spec
-from histstore.porcelain.render import field, say, size_text, when
+from histstore.porcelain.render import field, raw_line, say, size_text, when
 
 
-def _raw(line: str = "") -> None:
-    """A line as it is: JSON, or bytes a view must keep (``--raw``)."""
-    print(line)
+def check_log(*, n: int | None, **_: Any) -> None:
+    """What ``hs log`` refuses before it opens the store."""
+    if n is not None and n < 0:
+        raise BadInput(f"-n {n}: give a count of 0 or more")
 
 
 LOG = Spec(
@@ -37,6 +38,7 @@ LOG = Spec(
         "--agent": "agent",
     },
     numbers=frozenset({"n"}),
+    check=check_log,
     defaults={
         "session": None,
         "project": None,
@@ -70,8 +72,6 @@ def log(
     from histstore.overlay import reads
     from histstore.porcelain import render
 
-    if n is not None and n < 0:
-        raise BadInput(f"-n {n}: give a count of 0 or more")
     since_ts = parse_since(since) if since else None
     project_note(store, project)
     items = reads.log(
@@ -105,7 +105,7 @@ def log(
             )
             continue
         if json_out:
-            _raw(json.dumps(_turn_summary(it.turn, it.entry.object), ensure_ascii=False))
+            raw_line(json.dumps(_turn_summary(it.turn, it.entry.object), ensure_ascii=False))
         elif oneline:
             say(render.oneline(it.turn, shorts.get(it.turn_id), width, grep))
         else:
@@ -155,10 +155,10 @@ def status(store: Any, *, json_out: bool) -> None:
     from histstore.capture.journal import summary
     from histstore.ops.status import TOP_PROJECTS, status_info
 
-    info = status_info(store)
+    info = status_info(store, changes=json_out)
     info["capture"] = summary(store.root)
     if json_out:
-        _raw(json.dumps(info, ensure_ascii=False))
+        raw_line(json.dumps(info, ensure_ascii=False))
         return
     label = "{:<14}".format
     say(label("store:") + f"{info['store']} (format {info['format']})")
@@ -277,7 +277,7 @@ def _print_forgotten(
 ) -> None:
     """A forgotten turn as log and show give it without --all: that it was, not what."""
     if json_out:
-        _raw(
+        raw_line(
             json.dumps(
                 {
                     "turn_id": turn_id,
@@ -320,7 +320,7 @@ def _show_purged(store: Any, ident: str, json_out: bool) -> bool:
     what, e = hit
     if json_out:
         purged = {"what": what, "purge": e.id, "time": e.time}
-        _raw(json.dumps({"id": ident, "purged": purged}, ensure_ascii=False))
+        raw_line(json.dumps({"id": ident, "purged": purged}, ensure_ascii=False))
     else:
         say(f"{what} {field(ident)}\n\n    purged ({e.time}, purge {e.id}): its content is gone")
     return True
@@ -339,12 +339,12 @@ def _show_turn(store: Any, r: Any, *, full: bool, raw: bool, json_out: bool) -> 
     turn = r.turn
     if raw:
         for line in raw_records(store, turn):
-            _raw(line)
+            raw_line(line)
         return
     if json_out:
         out = expand_turn(store, turn) if full else _turn_summary(turn, r.entry.object)
         out["object"] = r.entry.object
-        _raw(json.dumps(out, ensure_ascii=False))
+        raw_line(json.dumps(out, ensure_ascii=False))
         return
     say(render.turn_text(turn, r.session, max_lines=None))
     links = r.links
@@ -373,7 +373,7 @@ def _show_session(r: Any, *, json_out: bool) -> None:
         _print_forgotten_session(s.session_id, r.withheld, json_out)
         return
     if json_out:
-        _raw(json.dumps(s.as_json(), ensure_ascii=False))
+        raw_line(json.dumps(s.as_json(), ensure_ascii=False))
         return
     say(Text("session ", paint(s.session_id, "id")))
     if s.title:
@@ -411,7 +411,7 @@ def _show_object(r: Any, *, json_out: bool) -> None:
     payload = r.payload
     if json_out:
         body: Any = payload.decode("utf-8", "replace") if kind == "blob" else json.loads(payload)
-        _raw(json.dumps({"id": r.id, "kind": kind, "size": len(payload), "payload": body}))
+        raw_line(json.dumps({"id": r.id, "kind": kind, "size": len(payload), "payload": body}))
         return
     say(f"{kind} {r.id} ({len(payload)} bytes)")
     if kind == "blob":
@@ -423,7 +423,7 @@ def _show_object(r: Any, *, json_out: bool) -> None:
 def _print_forgotten_session(session_id: str, marker: Any, json_out: bool) -> None:
     if json_out:
         forgotten = {"mode": marker.mode, "since": marker.time}
-        _raw(json.dumps({"session_id": session_id, "forgotten": forgotten}))
+        raw_line(json.dumps({"session_id": session_id, "forgotten": forgotten}))
     else:
         since = when(marker.time, seconds=True)
         say(Text("session ", paint(session_id, "id")))

@@ -97,9 +97,9 @@ def parse(argv: list[str]) -> tuple[str | None, dict[str, Any]] | None:
 
 def quick(argv: list[str]) -> int | None:
     """Run ``hs recall`` without typer; None when the full CLI must parse ``argv``."""
-    from histstore.porcelain.render import say
+    from histstore.porcelain.render import raw_line, say
 
     def body(store: Any, **kw: Any) -> None:
-        show(store, say=say, raw=print, **kw)
+        show(store, say=say, raw=raw_line, **kw)
 
     return run(argv, "recall", RECALL, body)

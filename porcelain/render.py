@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 from histstore.display import visible
@@ -32,6 +33,20 @@ def say(text: str | Text = "", *, err: bool = False, nl: bool = True) -> None:
     colour on a terminal, through the pager when the command pages:
     histstore.plumbing.term)."""
     _say(text, err=err, nl=nl)
+
+
+def raw_line(text: str = "") -> None:
+    """One line exactly as given (JSON, or the bytes a view must keep: ``show
+    --raw``) on stdout, as typer.echo writes it: flushed, and in UTF-8 where
+    the stream's own encoding cannot hold it."""
+    out = sys.stdout
+    data = text + "\n"
+    try:
+        out.write(data)
+    except UnicodeEncodeError:
+        out.flush()
+        out.buffer.write(data.encode("utf-8", "replace"))
+    out.flush()
 
 
 def field(text: object) -> str:

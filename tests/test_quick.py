@@ -99,7 +99,8 @@ def test_the_quick_path_prints_what_the_cli_prints(
 def test_a_store_that_is_not_there_fails_as_in_the_cli(
     hs: HS, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for args in (["log"], ["show", "x"], ["status"]):
+    """And a bad count is refused before the store is opened, as there."""
+    for args in (["log"], ["show", "x"], ["status"], ["log", "-n", "-1"]):
         where = ["--store", str(tmp_path / "nowhere")]
         want = hs(*where, *args)
         capsys.readouterr()
@@ -127,6 +128,8 @@ def test_a_store_that_is_not_there_fails_as_in_the_cli(
         ["status", "--color", "purple"],
         ["-P", "log"],
         ["--break-lock", "status"],
+        ["--store=", "log"],
+        ["-C", "", "status"],
         ["plumbing", "log"],
         ["memory", "show", "x"],
         ["-C", "/s", "memory", "log"],
@@ -170,3 +173,22 @@ def test_hs_log_as_a_process_never_loads_typer(filled: Path) -> None:
     )
     assert r.returncode == 0 and r.stderr == "", r.stderr
     assert len(r.stdout.splitlines()) == 5  # four turns and one forgotten
+
+
+def test_json_reaches_a_stdout_that_cannot_encode_it(filled: Path, hs: HS) -> None:
+    """As typer.echo writes it (UTF-8 where the stream's encoding cannot hold
+    the text), from the quick path and from the full CLI alike."""
+    r = hs("import", str(write_turns(filled.parent / "u.jsonl", [turn_record(9, asked="café")])))
+    assert r.exit_code == 0, r.stderr
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    runs = [
+        [sys.executable, "-m", "histstore.porcelain.entry", *args]
+        for args in (["show", "--json", "turn-0009"], ["log", "--json", "-n", "1"])
+    ] + [[sys.executable, "-m", "histstore.porcelain.cli", "show", "--json", "turn-0009"]]
+    outs = []
+    for argv in runs:
+        p = subprocess.run(argv, capture_output=True, env=env, timeout=60, check=False)
+        assert p.returncode == 0 and p.stderr == b"", p.stderr
+        outs.append(p.stdout)
+    assert "café".encode() in outs[0] and outs[0] == outs[2]
+    assert "café".encode() in outs[1]

@@ -218,6 +218,15 @@ def test_the_newest_entry_of_a_long_log_is_read_from_its_end(tmp_path: Path) -> 
     assert refs.last_op_id() == second.op  # the torn line is not an entry
     assert [d["op"] for d in refs.newest_first_json()] == [second.op, first.op]
     assert [o.op for o in refs.newest_first()] == [second.op, first.op]
+    # damage a full parse refuses is no entry either, however well it ends
+    with open(tmp_path / "refs.log", "ab") as f:
+        f.write(
+            b'\n\x00\x00,"op":"00000000000000aa","parent":null,"time":"2026-01-01T00:00:00Z"}\n'
+        )
+        f.write(b'{"changes":[1],"command":"x","op":"00000000000000bb","parent":null,"time":"t"}\n')
+    last = refs.last_operation()
+    assert last is not None and refs.last_op_id() == second.op == last.op
+    assert next(refs.newest_first_json())["op"] == second.op
 
 
 # --------------------------------------------------------------- packed refs

@@ -294,8 +294,8 @@ EXACT = {("reads_cmd.py", "_show_turn"), ("cli.py", "export"), ("memory_cli.py",
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "porcelain").glob("*.py")))
 def test_human_views_print_only_through_say(name: str) -> None:
-    """Every typer.echo of the porcelain (and every call of reads_cmd's
-    ``_raw``, its typer-free twin) prints JSON, or is one of EXACT, or is
+    """Every typer.echo of the porcelain (and every call of render's
+    ``raw_line``, its typer-free twin) prints JSON, or is one of EXACT, or is
     render.say itself: anything else would print stored text as it is."""
     tree = ast.parse((ROOT / "porcelain" / name).read_text())
     where = _first_function(tree)
@@ -308,7 +308,7 @@ def test_human_views_print_only_through_say(name: str) -> None:
             and isinstance(node.func.value, ast.Name)
             and node.func.value.id == "typer"
         )
-        if not (echo or (isinstance(node.func, ast.Name) and node.func.id == "_raw")):
+        if not (echo or (isinstance(node.func, ast.Name) and node.func.id == "raw_line")):
             continue
         fn = where.get(node.lineno, "")
         first: Any = node.args[0] if node.args else None

@@ -19,8 +19,10 @@ TOP_PROJECTS = 10
 CAPTURES = frozenset({"import", "record", "capture"})
 
 
-def status_info(store: Store) -> dict[str, Any]:
-    """The facts ``hs status`` prints (and its ``--json``)."""
+def status_info(store: Store, *, changes: bool = True) -> dict[str, Any]:
+    """The facts ``hs status`` prints (and its ``--json``); without
+    ``changes``, the last operation and capture leave out their ref changes
+    (the human view never shows them)."""
     summary = open_summary(store)
     if summary is not None:
         with summary:
@@ -50,7 +52,8 @@ def status_info(store: Store) -> dict[str, Any]:
         packs = len(objs.packs())
         loose = sum(1 for _ in objs.iter_loose())
         size = parts["objects"]
-    # the entries as written (as_json), without an object per ref change
+    # the entries as the log holds them, without an object per ref change
+    # (an import's names every session it moved), their changes only if asked
     last = next(store.refs.newest_first_json(), None)
     capture = next((d for d in store.refs.newest_first_json() if _is_capture(d)), None)
     return {
@@ -67,12 +70,32 @@ def status_info(store: Store) -> dict[str, Any]:
         "size_bytes": size,
         "sizes": parts,
         "project_turns": [{"project": k, "turns": n} for k, n in top],
-        "last_capture": capture,
+        "last_capture": _entry(capture, changes),
         "operations": counts["operations"],
-        "last_operation": last,
+        "last_operation": _entry(last, changes),
         "memory_scopes": len(store.refs.list_refs("memory/")),
         "memory_dirs": store.config.get("memory", {}).get("dirs", {}),
     }
+
+
+def _entry(d: dict[str, Any] | None, changes: bool) -> dict[str, Any] | None:
+    """A refs-log entry as ``Operation.as_json`` gives it (its keys in that
+    order, a missing parent or old value null)."""
+    if d is None:
+        return None
+    out: dict[str, Any] = {
+        "op": d["op"],
+        "time": d["time"],
+        "command": d["command"],
+        "parent": d.get("parent"),
+    }
+    if changes:
+        out["changes"] = [
+            {"ref": c["ref"], "old": c.get("old"), "new": c.get("new")} for c in d["changes"]
+        ]
+    if d.get("extra"):
+        out["extra"] = d["extra"]
+    return out
 
 
 def _is_capture(op: dict[str, Any]) -> bool:

@@ -181,6 +181,8 @@ class DiskObjectStore(ObjectStore):
         self.bad_packs: dict[str, str] = {}  # index file name -> what is wrong with it
         self._midx: MultiPackIndex | None = None
         self._midx_key: tuple[int, int, int] | None = None
+        #: the version of the multi-pack index whose checksum was checked
+        self._midx_verified: tuple[int, int, int] | None = None
         self.bad_midx: str | None = None
         #: whether a purge removed an id (the Store sets it): a read of one
         #: says so instead of "no object"
@@ -241,14 +243,20 @@ class DiskObjectStore(ObjectStore):
             self.bad_midx = e.reason if isinstance(e, CorruptObject) else "missing"
         return True
 
-    def verify_midx(self) -> None:
-        """Check the multi-pack index's checksum (fsck): a mismatch is recorded
-        in ``bad_midx`` and every pack is then searched on its own."""
+    def verify_midx(self) -> bool:
+        """Check the multi-pack index's checksum (fsck, and a read that missed
+        or met a bad frame): a mismatch is recorded in ``bad_midx``, every pack
+        is then searched on its own, and True says the index was dropped."""
         self._scan_midx()
-        if self._midx is not None and not self._midx.verify():
-            self._midx.close()
-            self._midx = None
-            self.bad_midx = "multi-pack index checksum mismatch"
+        if self._midx is None or self._midx_verified == self._midx_key:
+            return False
+        self._midx_verified = self._midx_key
+        if self._midx.verify():
+            return False
+        self._midx.close()
+        self._midx = None
+        self.bad_midx = "multi-pack index checksum mismatch"
+        return True
 
     def forget_bad(self, index_name: str) -> None:
         """Look at a pack index again on the next scan (it was repaired)."""
@@ -312,6 +320,15 @@ class DiskObjectStore(ObjectStore):
 
     def get(self, object_id: str) -> tuple[str, bytes]:
         check_id(object_id)
+        try:
+            return self._get(object_id)
+        except (NotFound, CorruptObject):
+            if not self.verify_midx():
+                raise
+        # a damaged multi-pack index hid the object or pointed at other bytes
+        return self._get(object_id)
+
+    def _get(self, object_id: str) -> tuple[str, bytes]:
         found = self._frame(object_id)
         if found is None:
             if self.is_purged is not None and self.is_purged(object_id):

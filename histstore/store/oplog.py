@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,29 +111,23 @@ def newest_first(log_path: Path) -> Iterator[Operation]:
             continue  # not an entry: look further back
 
 
-#: the end of a complete entry: keys are sorted (canonical JSON), so ``op``,
-#: ``parent`` and ``time`` come last, and no string holds an unescaped quote
-_TAIL = re.compile(
-    rb'"op":"([0-9a-f]{16})","parent":(?:null|"[0-9a-f]{16}"),"time":"[^"\\]*"\}\n\Z'
-)
-
-
 def last_op_id(log_path: Path) -> str | None:
-    """The id of the newest complete entry, read from the last bytes of the
-    log when its last line is whole (an import's line is megabytes long: not
-    parsed for its id); otherwise as :func:`newest_first_json` finds it."""
-    try:
-        with open(log_path, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - 512))
-            tail = f.read()
-    except FileNotFoundError:
-        return None
-    m = _TAIL.search(tail)
-    if m is not None:
-        return m.group(1).decode("ascii")
+    """The id of the newest complete entry (:func:`newest_first_json`'s first)."""
     d = next(newest_first_json(log_path), None)
     return None if d is None else str(d["op"])
+
+
+def _is_entry(d: Any) -> bool:
+    """Whether a parsed line is an entry :meth:`Operation.from_json` reads."""
+    if not (isinstance(d, dict) and isinstance(d.get("op"), str)):
+        return False
+    changes = d.get("changes")
+    return (
+        "time" in d
+        and "command" in d
+        and isinstance(changes, list)
+        and all(isinstance(c, dict) and "ref" in c for c in changes)
+    )
 
 
 def newest_first_json(log_path: Path) -> Iterator[dict[str, Any]]:
@@ -168,11 +161,5 @@ def newest_first_json(log_path: Path) -> Iterator[dict[str, Any]]:
                         d = json.loads(raw)
                     except ValueError:
                         continue  # a torn line: look further back
-                    if (
-                        isinstance(d, dict)
-                        and isinstance(d.get("op"), str)
-                        and isinstance(d.get("changes"), list)
-                        and "time" in d
-                        and "command" in d
-                    ):
+                    if _is_entry(d):
                         yield d

@@ -275,6 +275,8 @@ class MultiPackIndex:
         if i < 0:
             return None
         _, pack, off, length = _MREC.unpack_from(self._mm, self._head + i * _MREC.size)
+        if pack >= len(self.packs):
+            return None  # damage (fsck's checksum finds it): the object is sought elsewhere
         return self.packs[pack], off, length
 
     def ids(self) -> Iterator[str]:

@@ -142,6 +142,8 @@ class RefStore:
         self._names: tuple[tuple[int, int, int] | None, list[str]] | None = None
         #: any_under's last answer, by packed-refs' (inode, size, mtime) and namespace
         self._under: dict[tuple[int, int, int, str], bool] = {}
+        #: last_op_id's answer, by the refs log's (inode, size, mtime)
+        self._last_op: tuple[tuple[int, int, int], str | None] | None = None
 
     # ---------------------------------------------------------------- reading
 
@@ -379,8 +381,16 @@ class RefStore:
 
     def last_op_id(self) -> str | None:
         """The id of the newest complete entry: what a derived view compares
-        with the operation it last applied (histstore.store.oplog.last_op_id)."""
-        return last_op_id(self.log_path)
+        with the operation it last applied. Kept per version of the log (a
+        read asks two or three times, and an import's entry is megabytes)."""
+        try:
+            st = os.stat(self.log_path)
+        except FileNotFoundError:
+            return None
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if self._last_op is None or self._last_op[0] != key:
+            self._last_op = (key, last_op_id(self.log_path))
+        return self._last_op[1]
 
     def operations_after(self, op_id: str | None) -> list[Operation] | None:
         """The operations logged after ``op_id``, oldest first (all of them for
