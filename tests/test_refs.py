@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from histstore.errors import BadInput, Conflict, CorruptStore
+from histstore.store import oplog
 from histstore.store.codec import hash_object
 from histstore.store.oplog import RefChange, one_line
 from histstore.store.refs import RefStore, check_component, check_ref_name
@@ -227,6 +228,13 @@ def test_the_newest_entry_of_a_long_log_is_read_from_its_end(tmp_path: Path) -> 
     last = refs.last_operation()
     assert last is not None and refs.last_op_id() == second.op == last.op
     assert next(refs.newest_first_json())["op"] == second.op
+    # a long last line (read from its ends) damaged in its middle: parsed, skipped
+    good = json.dumps(first.as_json(), separators=(",", ":"), sort_keys=True).encode()
+    damaged = good[:1000] + b"\x01" + good[1001:]
+    assert good.startswith(b'{"changes":[') and len(good) > oplog.LONG_LINE
+    with open(tmp_path / "refs.log", "ab") as f:
+        f.write(damaged + b"\n")
+    assert RefStore(tmp_path).last_op_id() == second.op
 
 
 # --------------------------------------------------------------- packed refs

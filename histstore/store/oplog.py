@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,8 +112,45 @@ def newest_first(log_path: Path) -> Iterator[Operation]:
             continue  # not an entry: look further back
 
 
+#: an entry as the writer spells it (canonical JSON: sorted keys, so op,
+#: parent and time come last; every control character escaped)
+_HEAD = b'{"changes":['
+_TAIL = re.compile(
+    rb',"op":"([0-9a-f]{16})","parent":(?:null|"[0-9a-f]{16}"),"time":"[^"\\\x00-\x1f]*"\}\Z'
+)
+#: every byte to itself but the control characters, which become 0
+_CONTROL = bytes(0 if b < 0x20 else b for b in range(256))
+#: a line longer than this has its id read from its ends (an import's entry
+#: names every session it moved: megabytes to parse at 1M turns)
+LONG_LINE = 1 << 16
+
+
 def last_op_id(log_path: Path) -> str | None:
-    """The id of the newest complete entry (:func:`newest_first_json`'s first)."""
+    """The id of the newest complete entry (:func:`newest_first_json`'s first).
+
+    A long last line that is whole (it ends the file with a newline) and is
+    spelled as the writer spells an entry at both ends, with no raw control
+    byte anywhere, has its id read from its end; any other line is parsed."""
+    try:
+        with open(log_path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            step = min(size, LONG_LINE)
+            f.seek(size - step)
+            tail = f.read(step)
+            if size > step and tail.endswith(b"\n") and b"\n" not in tail[:-1]:
+                # the last line is long: read it whole (a C search for its start)
+                f.seek(0)
+                data = f.read()
+                start = data.rfind(b"\n", 0, size - 1) + 1
+                m = _TAIL.search(data, max(start, size - 257), size - 1)
+                if (
+                    m is not None
+                    and data.startswith(_HEAD, start)
+                    and data.translate(_CONTROL).find(0, start, size - 1) < 0
+                ):
+                    return m.group(1).decode("ascii")
+    except FileNotFoundError:
+        return None
     d = next(newest_first_json(log_path), None)
     return None if d is None else str(d["op"])
 
