@@ -336,3 +336,32 @@ def test_a_crash_after_packed_refs_before_the_loose_files_go_rolls_forward(
     assert fresh.read("sessions/s000") == A  # the loose file of before still wins
     assert fresh.recover() is not None
     assert set(fresh.list_refs().values()) == {B} and len(fresh.list_refs()) == 30
+
+
+def test_a_ref_or_a_namespace_is_found_in_packed_refs_by_bisection(tmp_path: Path) -> None:
+    """Without parsing the file: every ref, every prefix, names absent or
+    sorting between others, the same as the parsed file gives; a damaged
+    line under the prefix is damage, as in the full parse."""
+    names = sorted(
+        {f"sessions/{a}{b}{i}" for a in "0aZz" for b in "-._9" for i in range(12)}
+        | {f"overlay/s~t{i}" for i in range(30)}
+        | {"memory/system", "remotes/o/sessions/x"}
+    )
+    refs = RefStore(tmp_path)
+    refs.apply([RefChange(n, None, A if i % 2 else B) for i, n in enumerate(names)], "import")
+    whole = RefStore(tmp_path).packed()
+    assert sorted(whole) == names
+    prefixes = ["sessions/", "sessions/0", "sessions/a-", "sessions/z", "sessions/Z._1", "o"]
+    prefixes += ["overlay/s~t1", "memory/", "remotes/", "sessions/0-.", "sessions/~", "a", "zz"]
+    for prefix in prefixes:
+        fresh = RefStore(tmp_path)
+        want = {k: v for k, v in whole.items() if k.startswith(prefix)}
+        assert fresh.list_refs(prefix) == want, prefix
+        assert fresh._packed is None  # found without parsing the whole file
+    for name in [*names, "sessions/0", "sessions/zz", "memory/other", "overlay/s~t99"]:
+        assert RefStore(tmp_path).read(name) == whole.get(name), name
+    data = (tmp_path / "packed-refs").read_bytes()
+    line = f"{whole['memory/system']} memory/system".encode()
+    (tmp_path / "packed-refs").write_bytes(data.replace(line, b"not-an-id memory/system"))
+    with pytest.raises(CorruptStore):
+        RefStore(tmp_path).list_refs("memory/")

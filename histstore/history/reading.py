@@ -229,7 +229,7 @@ def raw_records(store: Store, turn: dict[str, Any]) -> list[str]:
 
 
 def resolve_session(store: Store, text: str) -> str:
-    refs = store.session_refs()
+    refs = store.session_refs(text)
     if text in refs:
         return text
     found = [s for s in refs if s.startswith(text)]
@@ -259,7 +259,7 @@ def resolve(store: Store, text: str) -> Resolved:
         raise BadInput("empty id")
     if "~" in text:  # SESSION~TURN: one turn of one session (no id holds a "~")
         return _resolve_in_session(store, *text.split("~", 1))
-    refs = store.session_refs()
+    refs = store.session_refs(text)
     if text in refs:
         return Resolved("session", text, store.session(text))
     session_hits = [Resolved("session", sid) for sid in refs if sid.startswith(text)]

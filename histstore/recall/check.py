@@ -27,7 +27,7 @@ def check_index(store: Store, *, compare: bool) -> list[Finding]:
                 return [
                     Finding("warning", "index", f"built by an older hs (SQLite); {OLDER}", legacy)
                 ]
-            if compare and store.session_refs():
+            if compare and store.has_sessions():
                 return [Finding("warning", "index", "no recall index yet; hs recall builds it")]
             return []
         schema = gen.meta.get("schema")

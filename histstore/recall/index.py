@@ -280,7 +280,7 @@ class RecallIndex:
     def _catch_up(self) -> int:
         gen = self.gens.current()
         if gen is None or gen.meta.get("schema") != SCHEMA_VERSION:
-            if not self.store.session_refs():
+            if not self.store.has_sessions():
                 return 0  # nothing recorded yet: no index needed
             self._build()
             return self.status().rows
@@ -427,7 +427,7 @@ class RecallIndex:
         engine_ok = not fallback and _engine_loads()
         path = "tantivy" if engine_ok else "scan"
         if engine_ok and gen is None:
-            if self.store.session_refs():
+            if self.store.has_sessions():
                 raise HistError(
                     "the recall index has not been built",
                     hint="build it with `hs plumbing index-build`",
@@ -448,7 +448,7 @@ class RecallIndex:
             found = scan(self.store, query, scope, since, overlay)
             hits = make_hits(self.store, query, found.ranked, k, overlay)
             outcome = "found" if hits else "no-match-in-days" if found.older else "no-match"
-        if not hits and not self.store.session_refs():
+        if not hits and not self.store.has_sessions():
             outcome = "empty"  # nothing recorded yet
         return RecallResult(query, hits, outcome, scope.key, days, path)
 

@@ -280,10 +280,15 @@ class Store:
 
     # ------------------------------------------------------------ sessions
 
-    def session_refs(self) -> dict[str, str]:
-        """session id -> id of its newest revision."""
+    def session_refs(self, starting: str = "") -> dict[str, str]:
+        """session id -> id of its newest revision (of the ids ``starting``
+        with a prefix: found in packed-refs by bisection)."""
         n = len(SESSION_PREFIX)
-        return {k[n:]: v for k, v in self.refs.list_refs(SESSION_PREFIX).items()}
+        return {k[n:]: v for k, v in self.refs.list_refs(SESSION_PREFIX + starting).items()}
+
+    def has_sessions(self) -> bool:
+        """Whether any session is recorded (without listing them)."""
+        return self.refs.any_under(SESSION_PREFIX.rstrip("/"))
 
     def session_ref(self, session_id: str) -> str | None:
         from histstore.store.refs import check_component
