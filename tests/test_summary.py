@@ -9,6 +9,7 @@ from typing import Any
 
 from helpers import HS, turn_record, write_turns
 
+from histstore.history.project import project_key
 from histstore.history.summary import Summary
 from histstore.ops.importing import import_paths, record_turn
 from histstore.ops.undo import undo
@@ -43,11 +44,21 @@ def _agree(store: Store) -> None:
     assert counts["sessions"] == len(sessions)
     assert counts["turns"] == sum(len(x.turns) for x in sessions)
     assert counts["operations"] == len(store.operations())
+    # the turns per project, counted as turns come and go, as a scan counts them
+    per: dict[str, int] = {}
+    for x in sessions:
+        for t in x.turns:
+            k = project_key(t.project or x.project)
+            per[k] = per.get(k, 0) + 1
+    with Summary(store) as s:
+        assert s.project_turns(100) == sorted(per.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def test_the_summary_follows_every_kind_of_operation(store: Store, tmp_path: Path) -> None:
     _agree(store)  # empty
-    recs = [turn_record(i, session_id=f"s{i % 3}") for i in range(1, 30)]
+    recs = [
+        turn_record(i, session_id=f"s{i % 3}", project=f"/home/dev/p{i % 4}") for i in range(1, 30)
+    ]
     op = import_paths(store, [write_turns(tmp_path / "a.jsonl", recs)]).operation
     _agree(store)
     for i in range(30, 35):  # deltas, one turn each
@@ -55,6 +66,9 @@ def test_the_summary_follows_every_kind_of_operation(store: Store, tmp_path: Pat
         _agree(store)
     # a revised turn: same id, other content
     record_turn(store, json.dumps(turn_record(31, session_id="s1", answered="changed")))
+    _agree(store)
+    # a revised turn that moved to another project
+    record_turn(store, json.dumps(turn_record(32, session_id="s1", project="/home/dev/p9")))
     _agree(store)
     assert op is not None
     # newest first: sessions moved back to older revisions, then removed
@@ -136,3 +150,30 @@ def test_oneline_ids_are_as_long_as_it_takes_to_name_one_turn(hs: HS, tmp_path: 
     assert sorted(shown) == sorted([f"{sid}-1", f"{sid}-12", f"{sid}-2", "t-unrelated-"])
     for short in shown:  # each one names its turn alone
         assert hs("show", short).exit_code == 0, short
+
+
+def test_a_summary_of_schema_2_gains_its_project_counts_without_a_rebuild(
+    store: Store, tmp_path: Path, monkeypatch: Any
+) -> None:
+    import sqlite3
+
+    recs = [turn_record(i, session_id=f"s{i % 2}", project=f"/w/p{i % 3}") for i in range(9)]
+    import_paths(store, [write_turns(tmp_path / "a.jsonl", recs)])
+    _agree(store)
+    path = store.root / "local" / "summary.sqlite"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(
+        "DROP TRIGGER turn_added; DROP TRIGGER turn_removed; DROP TABLE project;"
+        "UPDATE meta SET value = '2' WHERE key = 'schema';"
+    )
+    conn.close()
+
+    def no_rebuild(*a: Any) -> None:
+        raise AssertionError("rebuilt")
+
+    monkeypatch.setattr(Summary, "_reset", no_rebuild)
+    _agree(store)
+    record_turn(store, json.dumps(turn_record(20, session_id="s9", project="/w/p7")))
+    _agree(store)  # the triggers count from now on
+    with Summary(store) as s:
+        assert s._meta(s.current(), "schema") == "3"

@@ -35,7 +35,7 @@ from histstore.store.kinds import Session, SessionRev, TurnEntry, ordered, parse
 from histstore.store.oplog import Operation
 from histstore.store.store import SESSION_PREFIX, Store
 
-SCHEMA = "2"
+SCHEMA = "3"
 NAME = "summary.sqlite"
 
 DDL = """
@@ -64,6 +64,14 @@ CREATE INDEX turn_time ON turn (asked_at, turn_id);
 CREATE INDEX turn_id ON turn (turn_id);
 CREATE INDEX turn_pkey ON turn (pkey, asked_at);
 CREATE INDEX turn_project ON turn (project, asked_at);
+CREATE TABLE project (pkey TEXT PRIMARY KEY, turns INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TRIGGER turn_added AFTER INSERT ON turn BEGIN
+    INSERT INTO project VALUES (new.pkey, 1)
+        ON CONFLICT (pkey) DO UPDATE SET turns = turns + 1;
+END;
+CREATE TRIGGER turn_removed AFTER DELETE ON turn BEGIN
+    UPDATE project SET turns = turns - 1 WHERE pkey = old.pkey;
+END;
 """
 
 
@@ -129,6 +137,8 @@ class Summary:
         conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
         try:
             conn.execute("PRAGMA journal_mode = WAL")
+            # a turn row REPLACEd is a delete too: the project counts' trigger sees it
+            conn.execute("PRAGMA recursive_triggers = ON")
             if not fsutil.FSYNC:
                 conn.execute("PRAGMA synchronous = OFF")  # the test-only switch
             else:
@@ -159,6 +169,8 @@ class Summary:
         not pay for a summary left far behind (the next reader does)."""
         conn = self._connect()
         try:
+            if self._meta(conn, "schema") == "2":
+                self._migrate_from_2(conn)
             if self._meta(conn, "schema") != SCHEMA:
                 if limit is not None:
                     raise Unavailable(
@@ -174,16 +186,28 @@ class Summary:
             raise Unavailable(f"the summary was damaged ({e}); it is rebuilt next time") from None
         return conn
 
+    def _migrate_from_2(self, conn: sqlite3.Connection) -> None:
+        """Schema 2 lacks only the project counts: added and counted once, in
+        one transaction (a rebuild of a 1M-turn summary takes a minute)."""
+        counts = DDL[DDL.index("CREATE TABLE project") :]
+        conn.executescript(
+            "BEGIN IMMEDIATE;"
+            "DROP TABLE IF EXISTS project;"
+            f"{counts}"
+            "INSERT INTO project SELECT pkey, count(*) FROM turn GROUP BY pkey;"
+            f"UPDATE meta SET value = '{SCHEMA}' WHERE key = 'schema' AND value = '2';"
+            "COMMIT;"
+        )
+
     def _reset(self, conn: sqlite3.Connection) -> None:
         """A summary of another schema: its tables made again, empty."""
-        conn.execute("BEGIN IMMEDIATE")
-        for table in ("turn", "session", "meta"):
-            conn.execute(f"DROP TABLE IF EXISTS {table}")
-        for statement in DDL.split(";"):
-            if statement.strip():
-                conn.execute(statement)
-        conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA,))
-        conn.execute("COMMIT")
+        drops = "".join(
+            f"DROP TABLE IF EXISTS {table};" for table in ("turn", "session", "meta", "project")
+        )
+        # one script, one transaction (the triggers' bodies hold semicolons)
+        conn.executescript(
+            f"BEGIN IMMEDIATE;{drops}{DDL}INSERT INTO meta VALUES ('schema', '{SCHEMA}');COMMIT;"
+        )
 
     # ----------------------------------------------------------- catching up
 
@@ -370,8 +394,10 @@ class Summary:
     def project_turns(self, limit: int) -> list[tuple[str, int]]:
         """The projects (by project key) with the most current turns, and how many."""
         conn = self.current()
+        # counted as turns come and go (the triggers of DDL), not per read:
+        # a GROUP BY over a million turns is ~130 ms
         rows = conn.execute(
-            "SELECT pkey, count(*) AS n FROM turn GROUP BY pkey ORDER BY n DESC, pkey LIMIT ?",
+            "SELECT pkey, turns FROM project WHERE turns > 0 ORDER BY turns DESC, pkey LIMIT ?",
             (limit,),
         )
         return [(str(k), int(n)) for k, n in rows]
