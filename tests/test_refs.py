@@ -235,6 +235,21 @@ def test_the_newest_entry_of_a_long_log_is_read_from_its_end(tmp_path: Path) -> 
     with open(tmp_path / "refs.log", "ab") as f:
         f.write(damaged + b"\n")
     assert RefStore(tmp_path).last_op_id() == second.op
+    brief = {k: v for k, v in second.as_json().items() if k != "changes"}
+    assert RefStore(tmp_path).newest_brief() == brief  # the damaged line skipped
+
+
+def test_the_newest_entry_without_its_changes_is_read_from_its_end(tmp_path: Path) -> None:
+    refs = RefStore(tmp_path)
+    assert refs.newest_brief() is None
+    cases = [("hs import a", 3000), ("hs record", 1), ('hs import "],\\', 2000)]
+    for i, (command, n) in enumerate(cases):
+        value = hash_object("blob", command.encode())
+        op = refs.apply(many(n, value, prefix=f"sessions/r{i}-"), command, extra={"kind": "x"})
+        want = {k: v for k, v in op.as_json().items() if k != "changes"}
+        assert refs.newest_brief() == want
+        full = next(refs.newest_first_json())
+        assert {k: v for k, v in full.items() if k != "changes"} == want
 
 
 # --------------------------------------------------------------- packed refs

@@ -54,8 +54,13 @@ def status_info(store: Store, *, changes: bool = True) -> dict[str, Any]:
         size = parts["objects"]
     # the entries as the log holds them, without an object per ref change
     # (an import's names every session it moved), their changes only if asked
-    last = next(store.refs.newest_first_json(), None)
-    capture = next((d for d in store.refs.newest_first_json() if _is_capture(d)), None)
+    # without changes: what the human view shows, read from the end of a long entry
+    last = next(store.refs.newest_first_json(), None) if changes else store.refs.newest_brief()
+    capture = (
+        last
+        if last is not None and _is_capture(last)
+        else next((d for d in store.refs.newest_first_json() if _is_capture(d)), None)
+    )
     return {
         "store": str(store.root),
         "format": store.format_version,
@@ -89,7 +94,7 @@ def _entry(d: dict[str, Any] | None, changes: bool) -> dict[str, Any] | None:
         "command": d["command"],
         "parent": d.get("parent"),
     }
-    if changes:
+    if changes and "changes" in d:
         out["changes"] = [
             {"ref": c["ref"], "old": c.get("old"), "new": c.get("new")} for c in d["changes"]
         ]

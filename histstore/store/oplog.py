@@ -125,34 +125,70 @@ _CONTROL = bytes(0 if b < 0x20 else b for b in range(256))
 LONG_LINE = 1 << 16
 
 
-def last_op_id(log_path: Path) -> str | None:
-    """The id of the newest complete entry (:func:`newest_first_json`'s first).
+def _long_last_line(log_path: Path) -> tuple[bytes, int] | None:
+    """(the log's bytes, where its last line starts) when that line is long
+    (over LONG_LINE), whole (the file ends with its newline), spelled as the
+    writer spells an entry at both ends and holds no raw control byte: its
+    ends can then be read without parsing it. None otherwise (parse it)."""
+    with open(log_path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        step = min(size, LONG_LINE)
+        f.seek(size - step)
+        tail = f.read(step)
+        if size <= step or not tail.endswith(b"\n") or b"\n" in tail[:-1]:
+            return None
+        f.seek(0)
+        data = f.read()
+    start = data.rfind(b"\n", 0, size - 1) + 1
+    if (
+        data.startswith(_HEAD, start)
+        and _TAIL.search(data, max(start, size - 257), size - 1) is not None
+        and data.translate(_CONTROL).find(0, start, size - 1) < 0
+    ):
+        return data, start
+    return None
 
-    A long last line that is whole (it ends the file with a newline) and is
-    spelled as the writer spells an entry at both ends, with no raw control
-    byte anywhere, has its id read from its end; any other line is parsed."""
+
+def last_op_id(log_path: Path) -> str | None:
+    """The id of the newest complete entry (:func:`newest_first_json`'s first),
+    read from the end of a long last line (:func:`_long_last_line`)."""
     try:
-        with open(log_path, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            step = min(size, LONG_LINE)
-            f.seek(size - step)
-            tail = f.read(step)
-            if size > step and tail.endswith(b"\n") and b"\n" not in tail[:-1]:
-                # the last line is long: read it whole (a C search for its start)
-                f.seek(0)
-                data = f.read()
-                start = data.rfind(b"\n", 0, size - 1) + 1
-                m = _TAIL.search(data, max(start, size - 257), size - 1)
-                if (
-                    m is not None
-                    and data.startswith(_HEAD, start)
-                    and data.translate(_CONTROL).find(0, start, size - 1) < 0
-                ):
-                    return m.group(1).decode("ascii")
+        long = _long_last_line(log_path)
     except FileNotFoundError:
         return None
+    if long is not None:
+        data, _ = long
+        m = _TAIL.search(data, len(data) - 257, len(data) - 1)
+        assert m is not None
+        return m.group(1).decode("ascii")
     d = next(newest_first_json(log_path), None)
     return None if d is None else str(d["op"])
+
+
+def newest_brief(log_path: Path) -> dict[str, Any] | None:
+    """The newest complete entry without its ref changes (op, time, command,
+    parent, extra): for a long last line
+    (:func:`_long_last_line`) parsed from what follows the changes (no
+    change names a key ``command``, and no string holds an unescaped quote,
+    so the first ``],"command":`` ends them)."""
+    try:
+        long = _long_last_line(log_path)
+    except FileNotFoundError:
+        return None
+    if long is not None:
+        data, start = long
+        cut = data.find(b'],"command":', start)
+        if cut > 0:
+            try:
+                d = json.loads(b"{" + data[cut + 2 : len(data) - 1])
+            except ValueError:
+                d = None
+            if isinstance(d, dict) and isinstance(d.get("op"), str):
+                return d
+    d = next(newest_first_json(log_path), None)
+    if d is None:
+        return None
+    return {k: v for k, v in d.items() if k != "changes"}
 
 
 def _is_entry(d: Any) -> bool:

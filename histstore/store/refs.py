@@ -39,6 +39,7 @@ from histstore.store.oplog import (
     Operation,
     RefChange,
     last_op_id,
+    newest_brief,
     newest_first,
     newest_first_json,
     one_line,
@@ -143,6 +144,8 @@ class RefStore:
         self._names: tuple[tuple[int, int, int] | None, list[str]] | None = None
         #: any_under's last answer, by packed-refs' (inode, size, mtime) and namespace
         self._under: dict[tuple[int, int, int, str], bool] = {}
+        #: the bytes of packed-refs, by its (inode, size, mtime), for bisection
+        self._raw: tuple[tuple[int, int, int], bytes] | None = None
         #: last_op_id's answer, by the refs log's (inode, size, mtime)
         self._last_op: tuple[tuple[int, int, int], str | None] | None = None
 
@@ -256,10 +259,14 @@ class RefStore:
         key = (st.st_ino, st.st_size, st.st_mtime_ns)
         if not prefix or (self._packed is not None and self._packed[0] == key):
             return self._packed_under_parsed(prefix, exact)
-        try:
-            data = self.packed_path.read_bytes()
-        except FileNotFoundError:
-            return {}
+        if self._raw is not None and self._raw[0] == key:
+            data = self._raw[1]
+        else:
+            try:
+                data = self.packed_path.read_bytes()
+            except FileNotFoundError:
+                return {}
+            self._raw = (key, data)
         head = len(PACKED_HEADER) + 1
         if data[:head] != PACKED_HEADER + b"\n":
             return self._packed_under_parsed(prefix, exact)
@@ -444,6 +451,10 @@ class RefStore:
     def newest_first_json(self) -> Iterator[dict[str, Any]]:
         """:meth:`newest_first` as the entries' JSON objects (no object per ref change)."""
         return newest_first_json(self.log_path)
+
+    def newest_brief(self) -> dict[str, Any] | None:
+        """The newest entry without its ref changes (histstore.store.oplog.newest_brief)."""
+        return newest_brief(self.log_path)
 
     def last_op_id(self) -> str | None:
         """The id of the newest complete entry: what a derived view compares
