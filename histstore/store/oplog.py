@@ -125,8 +125,8 @@ _CONTROL = bytes(0 if b < 0x20 else b for b in range(256))
 LONG_LINE = 1 << 16
 
 
-def _long_last_line(log_path: Path) -> tuple[bytes, int] | None:
-    """(the log's bytes, where its last line starts) when that line is long
+def _long_last_line(log_path: Path) -> tuple[bytes, int, str] | None:
+    """(the log's bytes, where its last line starts, its op) when that line is long
     (over LONG_LINE), whole (the file ends with its newline), spelled as the
     writer spells an entry at both ends and holds no raw control byte: its
     ends can then be read without parsing it. None otherwise (parse it)."""
@@ -140,12 +140,13 @@ def _long_last_line(log_path: Path) -> tuple[bytes, int] | None:
         f.seek(0)
         data = f.read()
     start = data.rfind(b"\n", 0, size - 1) + 1
+    m = _TAIL.search(data, max(start, size - 257), size - 1)
     if (
-        data.startswith(_HEAD, start)
-        and _TAIL.search(data, max(start, size - 257), size - 1) is not None
+        m is not None
+        and data.startswith(_HEAD, start)
         and data.translate(_CONTROL).find(0, start, size - 1) < 0
     ):
-        return data, start
+        return data, start, m.group(1).decode("ascii")
     return None
 
 
@@ -157,26 +158,22 @@ def last_op_id(log_path: Path) -> str | None:
     except FileNotFoundError:
         return None
     if long is not None:
-        data, _ = long
-        m = _TAIL.search(data, len(data) - 257, len(data) - 1)
-        assert m is not None
-        return m.group(1).decode("ascii")
+        return long[2]
     d = next(newest_first_json(log_path), None)
     return None if d is None else str(d["op"])
 
 
 def newest_brief(log_path: Path) -> dict[str, Any] | None:
     """The newest complete entry without its ref changes (op, time, command,
-    parent, extra): for a long last line
-    (:func:`_long_last_line`) parsed from what follows the changes (no
-    change names a key ``command``, and no string holds an unescaped quote,
-    so the first ``],"command":`` ends them)."""
+    parent, extra): for a long last line (:func:`_long_last_line`), parsed
+    from what follows the changes (no change names a key ``command``, and no
+    string holds an unescaped quote, so the first ``],"command":`` ends them)."""
     try:
         long = _long_last_line(log_path)
     except FileNotFoundError:
         return None
     if long is not None:
-        data, start = long
+        data, start, _ = long
         cut = data.find(b'],"command":', start)
         if cut > 0:
             try:
