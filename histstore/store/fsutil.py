@@ -122,6 +122,18 @@ def create_new(path: Path, data: bytes, *, mode: int = 0o644) -> bool:
     return True
 
 
+def version(path: Path) -> tuple[int, int, int] | None:
+    """A file's (inode, size, mtime): what a reader keeps beside what it parsed
+    of the file, to read it again only once it changed (a rewrite through
+    :func:`atomic_write` is a new inode; an append changes the size). None
+    when there is no file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def append_line(path: Path, line: bytes) -> None:
     """Append one line (``line`` must not contain a newline) and fsync."""
     if b"\n" in line:

@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 
 from histstore.errors import Ambiguous, BadInput, CorruptObject, NotFound
 from histstore.store.codec import Codec, check_id, hash_object, is_id_prefix
-from histstore.store.fsutil import atomic_write, fsync
+from histstore.store.fsutil import atomic_write, fsync, version
 from histstore.store.packs import MIDX_NAME, MultiPackIndex, Pack, index_bytes, pack_header
 
 
@@ -224,13 +224,11 @@ class DiskObjectStore(ObjectStore):
 
     def _scan_midx(self) -> bool:
         path = self.pack_dir / MIDX_NAME
-        try:
-            st = path.stat()
-        except FileNotFoundError:
+        key = version(path)
+        if key is None:
             changed = self._midx is not None
             self._midx, self._midx_key = None, None
             return changed
-        key = (st.st_ino, st.st_size, st.st_mtime_ns)
         if key == self._midx_key:
             return False
         self._midx_key = key

@@ -20,7 +20,6 @@ histstore.ops.purge's.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,7 @@ import blake3
 
 from histstore.errors import CorruptStore
 from histstore.store.codec import canonical_json, is_object_id
-from histstore.store.fsutil import atomic_write, fsync_dir
+from histstore.store.fsutil import atomic_write, fsync_dir, version
 
 if TYPE_CHECKING:
     from histstore.store.store import Store
@@ -131,12 +130,10 @@ class PurgeRecord:
         self._cache: tuple[tuple[int, int, int], list[PurgeEntry], frozenset[str]] | None = None
 
     def _load(self) -> tuple[list[PurgeEntry], frozenset[str]]:
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
+        key = version(self.path)
+        if key is None:
             self._cache = None
             return [], frozenset()
-        key = (st.st_ino, st.st_size, st.st_mtime_ns)
         if self._cache is not None and self._cache[0] == key:
             return self._cache[1], self._cache[2]
         data = self.path.read_bytes()

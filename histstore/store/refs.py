@@ -32,7 +32,7 @@ from typing import Any
 from histstore.errors import BadInput, Conflict, CorruptStore
 from histstore.store.clock import now_rfc3339
 from histstore.store.codec import canonical_json, is_object_id
-from histstore.store.fsutil import append_line, atomic_write, fsync_dir
+from histstore.store.fsutil import append_line, atomic_write, fsync_dir, version
 from histstore.store.kinds import TURN_SEPARATOR
 from histstore.store.oplog import (
     LogLine,
@@ -65,6 +65,16 @@ PACKED_HEADER = b"# hs packed-refs 1"
 #: allowed (a name is printable ASCII without spaces: check_component)
 _PACKED_LINE = re.compile(rb"[0-9a-f]{64} [!-~]+")
 _PACKED_BODY = re.compile(rb"(?:[0-9a-f]{64} [!-~]+\n|\n)*(?:[0-9a-f]{64} [!-~]+)?")
+
+
+def _parse_run(run: bytes) -> dict[str, str] | None:
+    """Lines of ``<id> <name>`` (blank ones allowed) as name -> id, checked by
+    one pattern (44k lines at 1M turns); None when a line is not one."""
+    if not _PACKED_BODY.fullmatch(run):
+        return None
+    return {line[65:]: line[:64] for line in run.decode("ascii").split("\n") if line}
+
+
 NAMESPACES = ("sessions", "memory", "overlay", "remotes", "heads")
 #: the kind of object a ref of each namespace points at
 KIND_OF_NAMESPACE = {"sessions": "session", "memory": "memrev", "overlay": "marker"}
@@ -208,31 +218,38 @@ class RefStore:
 
     # ---------------------------------------------------------------- packed
 
+    def _packed_bytes(self) -> tuple[tuple[int, int, int], bytes] | None:
+        """``packed-refs``' version and bytes, read once per version of the
+        file (None when there is none). A file without its header is damage."""
+        key = version(self.packed_path)
+        if key is None:
+            self._raw = self._packed = None
+            return None
+        if self._raw is None or self._raw[0] != key:
+            try:
+                data = self.packed_path.read_bytes()
+            except FileNotFoundError:
+                return None
+            if data.partition(b"\n")[0] != PACKED_HEADER:
+                raise CorruptStore(
+                    f"{self.packed_path} is not a packed-refs file", hint="run hs fsck"
+                )
+            self._raw = (key, data)
+        return self._raw
+
     def packed(self) -> dict[str, str]:
-        """Every ref of ``packed-refs``, name -> id (read again only when the
+        """Every ref of ``packed-refs``, name -> id (parsed again only when the
         file changed). A line that is not ``<id> <name>`` is damage."""
-        try:
-            st = os.stat(self.packed_path)
-        except FileNotFoundError:
-            self._packed = None
+        got = self._packed_bytes()
+        if got is None:
             return {}
-        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        key, data = got
         if self._packed is not None and self._packed[0] == key:
             return self._packed[1]
-        out: dict[str, str] = {}
-        try:
-            data = self.packed_path.read_bytes()
-        except FileNotFoundError:
-            return {}
-        head, _, body = data.partition(b"\n")
-        if head != PACKED_HEADER:
-            raise CorruptStore(f"{self.packed_path} is not a packed-refs file", hint="run hs fsck")
-        if _PACKED_BODY.fullmatch(body):
-            # the whole file checked by one pattern (44k lines at 1M turns):
-            # every line is then 64 hex digits, a space and a name
-            text = body.decode("ascii")
-            out = {line[65:]: line[:64] for line in text.split("\n") if line}
-        else:
+        body = data[len(PACKED_HEADER) + 1 :]
+        out = _parse_run(body)
+        if out is None:
+            out = {}
             for n, raw in enumerate(body.split(b"\n"), 2):
                 if not raw:
                     continue
@@ -252,26 +269,14 @@ class RefStore:
         a read of one ref or one namespace of a bulk-written store (44k lines
         at 1M turns) parses a few lines, not all. A line it meets that is not
         ``<id> <name>`` is left to the full parse, which says where."""
-        try:
-            st = os.stat(self.packed_path)
-        except FileNotFoundError:
+        got = self._packed_bytes()
+        if got is None:
             return {}
-        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        key, data = got
         if not prefix or (self._packed is not None and self._packed[0] == key):
             return self._packed_under_parsed(prefix, exact)
-        if self._raw is not None and self._raw[0] == key:
-            data = self._raw[1]
-        else:
-            try:
-                data = self.packed_path.read_bytes()
-            except FileNotFoundError:
-                return {}
-            self._raw = (key, data)
-        head = len(PACKED_HEADER) + 1
-        if data[:head] != PACKED_HEADER + b"\n":
-            return self._packed_under_parsed(prefix, exact)
         want = prefix.encode("utf-8")
-        lo = self._bisect(data, head, want, lambda name: name < want)
+        lo = self._bisect(data, len(PACKED_HEADER) + 1, want, lambda name: name < want)
         if lo is None:
             return self._packed_under_parsed(prefix, exact)
         if exact:
@@ -283,11 +288,8 @@ class RefStore:
         hi = self._bisect(data, lo, want, lambda name: name < want or name.startswith(want))
         if hi is None:
             return self._packed_under_parsed(prefix, exact)
-        run = data[lo:hi]
-        if not _PACKED_BODY.fullmatch(run):
-            return self._packed_under_parsed(prefix, exact)
-        text = run.decode("ascii")
-        return {line[65:]: line[:64] for line in text.split("\n") if line}
+        found = _parse_run(data[lo:hi])
+        return self._packed_under_parsed(prefix, exact) if found is None else found
 
     @staticmethod
     def _bisect(data: bytes, lo: int, want: bytes, before: Callable[[bytes], bool]) -> int | None:
@@ -336,23 +338,13 @@ class RefStore:
         # packed-refs holds every ref of a bulk-written store (44k lines at 1M
         # turns: ~160 ms to parse): one search of its bytes per version of the
         # file instead (names hold no space, so " <namespace>/" starts a name)
-        try:
-            st = os.stat(self.packed_path)
-        except FileNotFoundError:
+        got = self._packed_bytes()
+        if got is None:
             return False
-        key = (st.st_ino, st.st_size, st.st_mtime_ns, namespace)
+        key = (*got[0], namespace)
         found = self._under.get(key)
         if found is None:
-            if self._packed is not None and self._packed[0] == key[:3]:
-                prefix = namespace + "/"
-                found = any(name.startswith(prefix) for name in self._packed[1])
-            else:
-                data = self.packed_path.read_bytes()
-                if not data.startswith(PACKED_HEADER + b"\n"):
-                    raise CorruptStore(
-                        f"{self.packed_path} is not a packed-refs file", hint="run hs fsck"
-                    )
-                found = f" {namespace}/".encode("ascii") in data
+            found = f" {namespace}/".encode("ascii") in got[1]
             self._under = {key: found}
         return found
 
@@ -460,11 +452,9 @@ class RefStore:
         """The id of the newest complete entry: what a derived view compares
         with the operation it last applied. Kept per version of the log (a
         read asks two or three times, and an import's entry is megabytes)."""
-        try:
-            st = os.stat(self.log_path)
-        except FileNotFoundError:
+        key = version(self.log_path)
+        if key is None:
             return None
-        key = (st.st_ino, st.st_size, st.st_mtime_ns)
         if self._last_op is None or self._last_op[0] != key:
             self._last_op = (key, last_op_id(self.log_path))
         return self._last_op[1]
