@@ -19,25 +19,27 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from histstore.plumbing.term import COLOR_CHOICES
+
 #: what every command takes (histstore.plumbing.common adds them to each)
 TERM_FLAGS = {"--no-pager": "no_pager", "-P": "no_pager"}
 TERM_VALUES = {"--color": "color"}
-COLORS = ("auto", "always", "never")
 
 
 class Spec(NamedTuple):
     """A command's arguments: ``flags`` (option -> keyword, set to True),
     ``values`` (option -> keyword, the next argument or ``--opt=value``),
-    ``numbers`` (keywords whose value is an integer), ``defaults`` (every
-    keyword of the body), and what it takes besides options: ``positional``
+    ``numbers`` (keywords whose value is an integer), ``defaults`` (a
+    keyword's value when not given, where it is not False for a flag or None
+    for a value), and what it takes besides options: ``positional``
     names the keyword of exactly one argument, ``words`` that of one or more
     (a list); neither, no argument. ``check(**kw)`` refuses a bad value
     before the store is opened, as the typer command does."""
 
     flags: dict[str, str]
     values: dict[str, str]
-    numbers: frozenset[str]
-    defaults: dict[str, Any]
+    numbers: frozenset[str] = frozenset()
+    defaults: dict[str, Any] = {}  # noqa: RUF012 (a NamedTuple field, never changed)
     positional: str | None = None
     words: str | None = None
     #: what the command refuses before it opens the store (BadInput)
@@ -64,7 +66,11 @@ def parse(argv: list[str], command: str, spec: Spec) -> tuple[str | None, dict[s
     args.pop(0)
     flags = {**spec.flags, **TERM_FLAGS}
     values = {**spec.values, **TERM_VALUES}
-    kw: dict[str, Any] = {**spec.defaults, "color": None, "no_pager": False}
+    kw: dict[str, Any] = {
+        **dict.fromkeys(values.values()),
+        **dict.fromkeys(flags.values(), False),
+        **spec.defaults,
+    }
     rest: list[str] = []
     while args:
         a = args.pop(0)
@@ -87,7 +93,7 @@ def parse(argv: list[str], command: str, spec: Spec) -> tuple[str | None, dict[s
             rest.append(a)
             continue
         key = values[name]
-        if key == "color" and value not in COLORS:
+        if key == "color" and value not in COLOR_CHOICES:
             return None  # the full CLI's usage line says why
         if key in spec.numbers:
             try:
@@ -118,10 +124,9 @@ def run(argv: list[str], command: str, spec: Spec, body: Callable[..., None]) ->
         return None
     store_arg, kw = parsed
     from histstore.plumbing import term
-    from histstore.plumbing.report import guarded
+    from histstore.plumbing.report import guarded, open_store_at
 
     def go() -> None:
-        from histstore.plumbing.report import open_store_at
         from histstore.store.config import default_store_path
 
         term.set_options(color=kw.pop("color"), no_pager=kw.pop("no_pager"))

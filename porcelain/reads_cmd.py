@@ -39,17 +39,6 @@ LOG = Spec(
     },
     numbers=frozenset({"n"}),
     check=check_log,
-    defaults={
-        "session": None,
-        "project": None,
-        "since": None,
-        "n": None,
-        "oneline": False,
-        "grep": None,
-        "all_": False,
-        "agent": None,
-        "json_out": False,
-    },
 )
 
 
@@ -67,7 +56,6 @@ def log(
     json_out: bool,
 ) -> None:
     """Turns, newest first (``hs log``)."""
-
     from histstore.history.reading import parse_since
     from histstore.overlay import reads
     from histstore.porcelain import render
@@ -117,15 +105,12 @@ def log(
 SHOW = Spec(
     flags={"--full": "full", "--raw": "raw", "--all": "all_", "--json": "json_out"},
     values={},
-    numbers=frozenset(),
-    defaults={"full": False, "raw": False, "all_": False, "json_out": False},
     positional="ident",
 )
 
 
 def show(store: Any, *, ident: str, full: bool, raw: bool, all_: bool, json_out: bool) -> None:
     """A turn, a session or any object (``hs show``)."""
-
     from histstore.overlay import reads
 
     try:
@@ -144,14 +129,11 @@ def show(store: Any, *, ident: str, full: bool, raw: bool, all_: bool, json_out:
         _show_object(r, json_out=json_out)
 
 
-STATUS = Spec(
-    flags={"--json": "json_out"}, values={}, numbers=frozenset(), defaults={"json_out": False}
-)
+STATUS = Spec(flags={"--json": "json_out"}, values={})
 
 
 def status(store: Any, *, json_out: bool) -> None:
     """Where the store is and what it holds (``hs status``)."""
-
     from histstore.capture.journal import summary
     from histstore.ops.status import TOP_PROJECTS, status_info
 

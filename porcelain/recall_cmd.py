@@ -76,15 +76,7 @@ RECALL = Spec(
         "--session": "session",
     },
     numbers=frozenset({"days", "k"}),
-    defaults={
-        "everywhere": False,
-        "project": None,
-        "days": None,
-        "k": 5,
-        "agent": None,
-        "session": None,
-        "json_out": False,
-    },
+    defaults={"k": 5},
     words="words",
 )
 

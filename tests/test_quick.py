@@ -142,13 +142,25 @@ def test_what_the_quick_path_does_not_know_goes_to_the_full_cli(argv: list[str])
 
 
 def test_the_parse_of_each_command() -> None:
+    unset = {"color": None, "no_pager": False}
     assert parse(["-C", "/s", "log", "-n", "3", "--oneline", "--grep=a b"], "log", LOG) == (
         "/s",
-        {**LOG.defaults, "n": 3, "oneline": True, "grep": "a b", "color": None, "no_pager": False},
+        {
+            "session": None,
+            "project": None,
+            "since": None,
+            "n": 3,
+            "oneline": True,
+            "grep": "a b",
+            "all_": False,
+            "agent": None,
+            "json_out": False,
+            **unset,
+        },
     )
     assert parse(["show", "--all", "abc"], "show", SHOW) == (
         None,
-        {**SHOW.defaults, "all_": True, "ident": "abc", "color": None, "no_pager": False},
+        {"full": False, "raw": False, "all_": True, "json_out": False, "ident": "abc", **unset},
     )
     assert parse(["status", "-P"], "status", STATUS) == (
         None,
