@@ -101,6 +101,16 @@ def test_leftover_pack_of_a_killed_import(hs: HS, store_path: Path) -> None:
     assert not list((store_path / "objects" / "pack").glob("tmp-*"))
 
 
+def test_a_leftover_pack_named_with_no_possible_pid_is_one_too(hs: HS, store_path: Path) -> None:
+    """tmp-<pid>-… with a number no process can have (it crashed os.kill)."""
+    setup(hs)
+    (store_path / "objects" / "pack" / "tmp-3000000000-abcdef.pack").write_bytes(b"HSPACK")
+    assert [(s, c) for s, c, _ in findings(store_path)] == [("warning", "pack")]
+    r = hs("fsck", "--repair")
+    assert r.exit_code == 0 and "removed an unfinished pack" in r.stdout
+    assert not list((store_path / "objects" / "pack").glob("tmp-*"))
+
+
 def test_broken_pack_index_is_a_finding_not_a_crash(
     hs: HS, store_path: Path, tmp_path: Path
 ) -> None:

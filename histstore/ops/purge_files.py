@@ -22,7 +22,7 @@ from histstore.history.summary import NAME as SUMMARY_NAME
 from histstore.memory.folders import BASE_DIR
 from histstore.store import upgrading
 from histstore.store.codec import canonical_json
-from histstore.store.fsutil import atomic_write, fsync_dir
+from histstore.store.fsutil import PID_MAX, atomic_write, fsync_dir, pid_alive, unfinished_pack_pid
 from histstore.store.oplog import Operation, read_log
 from histstore.store.purged import PurgeEntry
 from histstore.store.store import Store
@@ -163,20 +163,6 @@ def _remove_summary(store: Store) -> None:
     fsync_dir(local)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-#: no process id is this large (Linux's pid_max is at most 2**22)
-PID_MAX = 1 << 22
-
-
 def _remove_leftovers(store: Store) -> None:
     """Temporary files of writers that died (``.<name>.<pid>.tmp``, an
     unfinished ``tmp-<pid>-….pack``): they may hold what was purged."""
@@ -187,10 +173,9 @@ def _remove_leftovers(store: Store) -> None:
                 # ``.<name>.<pid>.tmp`` (the owner record's: ``.<pid>.<thread>.tmp``)
                 words = [w for w in name[:-4].split(".") if w.isdigit() and int(w) < PID_MAX]
                 pid = int(words[-1]) if words else None
-            elif name.startswith("tmp-") and name.endswith(".pack"):
-                word = name.split("-")[1]
-                pid = int(word) if word.isdigit() and int(word) < PID_MAX else None
-            if pid is not None and pid != os.getpid() and not _pid_alive(pid):
+            else:
+                pid = unfinished_pack_pid(name)
+            if pid is not None and pid != os.getpid() and not pid_alive(pid):
                 with contextlib.suppress(FileNotFoundError):
                     Path(dirpath, name).unlink()
 

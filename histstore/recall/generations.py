@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from histstore.errors import CorruptStore, Locked
-from histstore.store.fsutil import atomic_write, fsync_dir
+from histstore.store.fsutil import atomic_write, fsync_dir, pid_alive
 from histstore.store.store import Store
 
 KEEP = 3
@@ -205,12 +205,4 @@ class Generations:
 
 
 def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
+    return pid == os.getpid() or pid_alive(pid)

@@ -20,7 +20,7 @@ from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError
 from histstore.store import packs, repack, upgrading
 from histstore.store import purged as purging
 from histstore.store.codec import is_object_id
-from histstore.store.fsutil import atomic_write, fsync_dir
+from histstore.store.fsutil import atomic_write, fsync_dir, pid_alive, unfinished_pack_pid
 from histstore.store.kinds import MemRev, Ref, SessionRev, parse
 from histstore.store.objectstore import DiskObjectStore
 from histstore.store.refs import KIND_OF_NAMESPACE, check_ref_name
@@ -69,16 +69,6 @@ def _older_than(path: Path, seconds: float) -> bool:
         return time.time() - path.stat().st_mtime > seconds
     except FileNotFoundError:
         return False
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _held(idx_path: Path) -> str:
@@ -169,8 +159,8 @@ def check_packs(objects: DiskObjectStore, *, repair: bool) -> list[Finding]:
                 warning("pack", "a pack with no index: `hs fsck --repair` rebuilds it", orphan.name)
             )
     for tmp in sorted(objects.pack_dir.glob("tmp-*.pack")):
-        word = tmp.name.split("-")[1]
-        if word.isdigit() and _pid_alive(int(word)):
+        pid = unfinished_pack_pid(tmp.name)
+        if pid is not None and pid_alive(pid):
             continue
         if repair:
             with contextlib.suppress(FileNotFoundError):

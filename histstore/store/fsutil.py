@@ -122,6 +122,33 @@ def create_new(path: Path, data: bytes, *, mode: int = 0o644) -> bool:
     return True
 
 
+#: no process id is this large (Linux's pid_max is at most 2**22)
+PID_MAX = 1 << 22
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this host has the id (one we may not signal is
+    alive; an id beyond any system's, as a damaged file name may hold, is not)."""
+    if pid >= PID_MAX:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # not ours to signal: alive
+        return True
+    return True
+
+
+def unfinished_pack_pid(name: str) -> int | None:
+    """The writer's pid in an unfinished pack's name (``tmp-<pid>-<hex>.pack``,
+    histstore.store.repack and the object store's batches), None when it has none."""
+    if not (name.startswith("tmp-") and name.endswith(".pack")):
+        return None
+    word = name.split("-")[1]
+    return int(word) if word.isdigit() and int(word) < PID_MAX else None
+
+
 def version(path: Path) -> tuple[int, int, int] | None:
     """A file's (inode, size, mtime): what a reader keeps beside what it parsed
     of the file, to read it again only once it changed (a rewrite through

@@ -49,6 +49,7 @@ from typing import Any
 
 from histstore.errors import Locked
 from histstore.store.clock import now_rfc3339
+from histstore.store.fsutil import pid_alive
 
 OWNER_NAME = "lock.owner"
 POLL = 0.05
@@ -89,13 +90,7 @@ class Owner:
         Only for what a message says: a pid alone never decides who holds."""
         if not self.here() or sys.platform == "win32":
             return None
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return pid_alive(self.pid)
 
     def describe(self) -> str:
         age = self.age()
