@@ -13,11 +13,7 @@ import typer
 
 from histstore.errors import BadInput
 from histstore.plumbing.common import open_store
-from histstore.porcelain.render import say, size_text
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+from histstore.porcelain.render import plural, say, size_text
 
 
 class _Progress:
@@ -96,7 +92,7 @@ def _print_gc(r: dict[str, Any]) -> None:
         f"{'would be' if would else 'are now'} {size_text(r['bytes_after'])}"
     )
     say(
-        f"  {_plural(r['pruned'], 'object')} nothing reaches "
+        f"  {plural(r['pruned'], 'object')} nothing reaches "
         f"{'would be' if would else 'were'} removed"
         + (f" ({r['reachable']} reachable)" if r["reachable"] else "")
     )
@@ -107,7 +103,7 @@ def _print_gc(r: dict[str, Any]) -> None:
     if r["index_bytes_freed"]:
         say(f"  recall index: {size_text(r['index_bytes_freed'])} freed")
     if r["refs_packed"]:
-        say(f"  refs: {_plural(r['refs_packed'], 'loose ref')} packed")
+        say(f"  refs: {plural(r['refs_packed'], 'loose ref')} packed")
 
 
 def upgrade(
@@ -144,10 +140,10 @@ def upgrade(
         say(f"the store at {root} is format 2 already")
         return
     say(
-        f"upgraded to format 2: {_plural(rep.turns, 'turn')} in {_plural(rep.sessions, 'session')}"
-        f" ({_plural(rep.revisions, 'revision')}), {_plural(rep.markers, 'marker')}, "
-        f"{_plural(rep.memory_revisions, 'memory revision')}, "
-        f"{_plural(rep.operations, 'operation')}, in {rep.seconds:.1f} s"
+        f"upgraded to format 2: {plural(rep.turns, 'turn')} in {plural(rep.sessions, 'session')}"
+        f" ({plural(rep.revisions, 'revision')}), {plural(rep.markers, 'marker')}, "
+        f"{plural(rep.memory_revisions, 'memory revision')}, "
+        f"{plural(rep.operations, 'operation')}, in {rep.seconds:.1f} s"
     )
     say("format-1 ids still resolve: hs show and hs undo take them")
 

@@ -16,7 +16,7 @@ import typer
 
 from histstore.errors import BadInput
 from histstore.plumbing.common import command_line, open_store
-from histstore.porcelain.render import field, say
+from histstore.porcelain.render import field, plural, say
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object.")]
 
@@ -33,12 +33,8 @@ _KINDS = {
 }
 
 
-def _plural(n: int, word: str, words: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (words or word + 's')}"
-
-
 def _by_kind(kinds: dict[str, int]) -> str:
-    parts = [_plural(n, *_KINDS.get(k, (k, k + "s"))) for k, n in sorted(kinds.items())]
+    parts = [plural(n, *_KINDS.get(k, (k, k + "s"))) for k, n in sorted(kinds.items())]
     return ", ".join(parts) or "nothing"
 
 
@@ -66,10 +62,10 @@ def _preview(plan: Any, *, err: bool) -> None:
         "it syncs with (hs sync carries the purge)",
         err=err,
     )
-    say(f"  it removes {_plural(len(plan.drop), 'object')}: {_by_kind(plan.kinds)}", err=err)
+    say(f"  it removes {plural(len(plan.drop), 'object')}: {_by_kind(plan.kinds)}", err=err)
     if plan.replaced:
         say(
-            f"  and writes {_plural(len(plan.replaced), 'object')} in their place "
+            f"  and writes {plural(len(plan.replaced), 'object')} in their place "
             "(the text replaced by [REDACTED:purged])",
             err=err,
         )
@@ -185,12 +181,12 @@ def _nothing(plan: Any, json_out: bool) -> None:
 
 def _done(rep: Any, head: str) -> None:
     plan = rep.plan
-    say(f"{field(head)}: {_plural(len(plan.drop), 'object')} removed ({_by_kind(plan.kinds)})")
+    say(f"{field(head)}: {plural(len(plan.drop), 'object')} removed ({_by_kind(plan.kinds)})")
     if plan.replaced:
-        say(f"  {_plural(len(plan.replaced), 'object')} written in their place")
+        say(f"  {plural(len(plan.replaced), 'object')} written in their place")
     if rep.entry is not None:
         op = f", operation {rep.operation.op}" if rep.operation is not None else ""
-        say(f"  purge {rep.entry.id}{op}; {_plural(rep.packs_rewritten, 'pack')} rewritten")
+        say(f"  purge {rep.entry.id}{op}; {plural(rep.packs_rewritten, 'pack')} rewritten")
     if rep.index:
         say(f"  recall index rebuilt: {rep.index}, every older generation removed")
     for line in rep.memory_dirs:
@@ -208,7 +204,7 @@ def _print_list(items: list[Any], json_out: bool) -> None:
         return
     for e in items:
         what = e.what if e.target is None else f"{e.what} {e.target}"
-        say(f"{e.id}  {e.time}  {field(what)}  ({_plural(len(e.objects), 'object')})")
+        say(f"{e.id}  {e.time}  {field(what)}  ({plural(len(e.objects), 'object')})")
 
 
 def redact(
@@ -256,7 +252,7 @@ def redact(
 
 
 def _redact_summary(plan: Any, verb: str) -> None:
-    say(f"{verb} {_plural(len(plan.drop), 'object')}: {_by_kind(plan.kinds)}")
+    say(f"{verb} {plural(len(plan.drop), 'object')}: {_by_kind(plan.kinds)}")
     if plan.findings:
         found = ", ".join(f"{k} {n}" for k, n in sorted(plan.findings.items()))
         say(f"  secrets by kind: {found}")

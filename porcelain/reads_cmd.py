@@ -17,7 +17,7 @@ from histstore.errors import BadInput, NotFound
 from histstore.plumbing import term
 from histstore.plumbing.term import Text, paint
 from histstore.porcelain.quick import Spec
-from histstore.porcelain.render import field, raw_line, say, size_text, when
+from histstore.porcelain.render import field, plural, raw_line, say, size_text, when
 
 
 def check_log(*, n: int | None, **_: Any) -> None:
@@ -144,7 +144,7 @@ def status(store: Any, *, json_out: bool) -> None:
         return
     label = "{:<14}".format
     say(label("store:") + f"{info['store']} (format {info['format']})")
-    say(label("sessions:") + f"{info['sessions']} in {_plural(info['projects'], 'project')}")
+    say(label("sessions:") + f"{info['sessions']} in {plural(info['projects'], 'project')}")
     say(label("turns:") + str(info["turns"]))
     by_agent = sorted(info["agents"].items(), key=lambda an: (-an[1], an[0]))
     top = info["project_turns"]
@@ -161,7 +161,7 @@ def status(store: Any, *, json_out: bool) -> None:
     say(
         label("size:")
         + f"{size_text(sum(parts.values()))} on disk: objects {size_text(info['size_bytes'])} "
-        f"({info['objects']} objects: {_plural(packs, 'pack')}, {loose} loose)"
+        f"({info['objects']} objects: {plural(packs, 'pack')}, {loose} loose)"
         + "".join(
             f", {part} {size_text(n)}" for part, n in parts.items() if part != "objects" and n
         )
@@ -169,7 +169,7 @@ def status(store: Any, *, json_out: bool) -> None:
     dirs = info["memory_dirs"]
     say(
         label("memory:")
-        + f"{_plural(info['memory_scopes'], 'scope')} recorded; "
+        + f"{plural(info['memory_scopes'], 'scope')} recorded; "
         + f"{len(dirs)} director{'ies' if len(dirs) != 1 else 'y'} configured"
     )
     cap = info["last_capture"]
@@ -440,13 +440,9 @@ def _capture_lines(info: dict[str, Any]) -> list[str]:
     return out
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def _counted(head: str, rows: list[tuple[int, Text]], width: int, more: int = 0) -> None:
     """Rows of ``count  name`` under a label, the counts right-aligned."""
     for i, (n, name) in enumerate(rows):
         say(Text(f"{head if i == 0 else '':<14}{n:>{width}}  ", name))
     if more > 0:
-        say(f"{'':<14}… and {_plural(more, 'more project')}")
+        say(f"{'':<14}… and {plural(more, 'more project')}")

@@ -192,8 +192,9 @@ def step_text(step: dict[str, Any]) -> str:
     return f"── {label}{at}\n" + indent(text)
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 turn``, ``2 turns`` (``words`` where adding an s is wrong)."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
 def transcript_notes(t: Any) -> list[str]:

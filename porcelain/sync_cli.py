@@ -13,7 +13,7 @@ import typer
 
 from histstore.plumbing.common import command_line, new_app, open_store
 from histstore.porcelain import complete
-from histstore.porcelain.render import say, size_text
+from histstore.porcelain.render import plural, say, size_text
 
 if TYPE_CHECKING:
     from histstore.store.oplog import RefChange
@@ -39,10 +39,6 @@ RemoteArg = Annotated[
 ]
 SHOWN = 20  # ref changes listed per side before "and N more"
 BAR_AFTER = 50  # refs to walk before a progress bar is worth showing
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 class _Bar:
@@ -81,7 +77,7 @@ def _on_terminal() -> bool:
 def _print_changes(side: str, changes: list[RefChange], verb: str) -> None:
     if not changes:
         return
-    say(f"  {side}: {_plural(len(changes), 'ref')} {verb}")
+    say(f"  {side}: {plural(len(changes), 'ref')} {verb}")
     for c in changes[:SHOWN]:
         say(f"    {c.ref}: {_short(c.old)} -> {_short(c.new)}")
     if len(changes) > SHOWN:
@@ -98,9 +94,9 @@ def _print_report(rep: SyncReport) -> None:
         if rep.initialized:
             say(f"  would create a store at {rep.path}")
         say(
-            f"  would send {_plural(rep.sent.objects, 'object')} ({size_text(rep.sent.bytes)}), "
-            f"receive {_plural(rep.received.objects, 'object')} ({size_text(rep.received.bytes)})"
-            + (f", make {_plural(rep.made, 'merge object')}" if rep.made else "")
+            f"  would send {plural(rep.sent.objects, 'object')} ({size_text(rep.sent.bytes)}), "
+            f"receive {plural(rep.received.objects, 'object')} ({size_text(rep.received.bytes)})"
+            + (f", make {plural(rep.made, 'merge object')}" if rep.made else "")
         )
         if rep.purges_sent or rep.purges_received:
             say(
@@ -121,8 +117,8 @@ def _print_report(rep: SyncReport) -> None:
     if rep.initialized:
         say(f"created a store at {rep.path}")
     say(
-        f"{verb} {where}: sent {_plural(rep.sent.objects, 'object')} ({size_text(rep.sent.bytes)}), "
-        f"received {_plural(rep.received.objects, 'object')} ({size_text(rep.received.bytes)})"
+        f"{verb} {where}: sent {plural(rep.sent.objects, 'object')} ({size_text(rep.sent.bytes)}), "
+        f"received {plural(rep.received.objects, 'object')} ({size_text(rep.received.bytes)})"
     )
     if rep.purges_sent or rep.purges_received:
         say(
@@ -131,13 +127,13 @@ def _print_report(rep: SyncReport) -> None:
         )
     if rep.remote_operation:
         say(
-            f"  remote: {_plural(len(rep.remote_changes), 'ref')} moved "
+            f"  remote: {plural(len(rep.remote_changes), 'ref')} moved "
             f"(operation {rep.remote_operation.op})"
         )
     if rep.local_operation:
-        parts = [f"{_plural(len(rep.local_changes), 'ref')} moved"] if rep.local_changes else []
+        parts = [f"{plural(len(rep.local_changes), 'ref')} moved"] if rep.local_changes else []
         if rep.tracking_changes:
-            parts.append(f"{_plural(len(rep.tracking_changes), 'remote-tracking ref')} moved")
+            parts.append(f"{plural(len(rep.tracking_changes), 'remote-tracking ref')} moved")
         say(f"  local: {', '.join(parts)} (operation {rep.local_operation.op})")
     if rep.merged:
         more = f" and {len(rep.merged) - SHOWN} more" if len(rep.merged) > SHOWN else ""
@@ -355,7 +351,7 @@ def register(app: typer.Typer) -> None:
             out.update(tracking_refs_deleted=n, operation=op.op if op else None)
             typer.echo(json.dumps(out, ensure_ascii=False))
             return
-        what = f" ({_plural(n, 'remote-tracking ref')} deleted, operation {op.op})" if op else ""
+        what = f" ({plural(n, 'remote-tracking ref')} deleted, operation {op.op})" if op else ""
         say(f"removed remote {remote.name}{what}")
 
     app.add_typer(remote_app, name="remote")

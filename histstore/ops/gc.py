@@ -185,7 +185,7 @@ def mark(
     kinds: dict[str, str | None] = dict.fromkeys(todo)
     while todo:
         object_id = todo.pop()
-        if object_id in seen or object_id in purged:
+        if object_id in seen:  # (purged ids are never pushed)
             continue
         seen.add(object_id)
         if kinds.get(object_id) == "blob":

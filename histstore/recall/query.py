@@ -199,16 +199,6 @@ def base_name(path: str) -> str:
     return strip(path).replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def term_in(term: tuple[str, ...], toks: list[str]) -> int:
-    """Index of the first token where the phrase ``term`` starts in ``toks``, or -1."""
-    n = len(term)
-    first = term[0]
-    for i, t in enumerate(toks):
-        if t == first and tuple(toks[i : i + n]) == term:
-            return i
-    return -1
-
-
 def excerpt(text: str, terms: tuple[tuple[str, ...], ...], width: int = EXCERPT) -> str | None:
     """The text around the first match of any term (token-wise, ignoring case
     and accents), whitespace collapsed; None when no term is in the text. The

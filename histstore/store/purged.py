@@ -194,14 +194,14 @@ def read_pending(root: Path) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(data)
+        if not isinstance(value, dict):
+            raise TypeError
         for e in value["entries"]:
             PurgeEntry.from_json(e)
     except (ValueError, KeyError, TypeError):
         raise CorruptStore(
             f"{root / PENDING} does not describe a purge", hint="run hs fsck"
         ) from None
-    if not isinstance(value, dict):
-        raise CorruptStore(f"{root / PENDING} does not describe a purge", hint="run hs fsck")
     return value
 
 
