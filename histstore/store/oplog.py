@@ -125,28 +125,34 @@ _CONTROL = bytes(0 if b < 0x20 else b for b in range(256))
 LONG_LINE = 1 << 16
 
 
-def _long_last_line(log_path: Path) -> tuple[bytes, int, str] | None:
-    """(the log's bytes, where its last line starts, its op) when that line is long
+def _long_last_line(log_path: Path) -> tuple[bytes, str] | None:
+    """(the last line, without its newline, and its op) when that line is long
     (over LONG_LINE), whole (the file ends with its newline), spelled as the
     writer spells an entry at both ends and holds no raw control byte: its
-    ends can then be read without parsing it. None otherwise (parse it)."""
+    ends can then be read without parsing it. None otherwise (parse it). Only
+    that line is read, backwards from the end of the file."""
     with open(log_path, "rb") as f:
-        size = f.seek(0, os.SEEK_END)
-        step = min(size, LONG_LINE)
-        f.seek(size - step)
-        tail = f.read(step)
-        if size <= step or not tail.endswith(b"\n") or b"\n" in tail[:-1]:
-            return None
-        f.seek(0)
-        data = f.read()
-    start = data.rfind(b"\n", 0, size - 1) + 1
-    m = _TAIL.search(data, max(start, size - 257), size - 1)
-    if (
-        m is not None
-        and data.startswith(_HEAD, start)
-        and data.translate(_CONTROL).find(0, start, size - 1) < 0
-    ):
-        return data, start, m.group(1).decode("ascii")
+        pos = f.seek(0, os.SEEK_END)
+        pieces: list[bytes] = []  # latest first
+        while pos > 0:
+            step = min(LONG_LINE, pos)
+            pos -= step
+            f.seek(pos)
+            chunk = f.read(step)
+            if not pieces:
+                if not chunk.endswith(b"\n") or b"\n" in chunk[:-1]:
+                    return None  # torn, or not longer than a read
+                chunk = chunk[:-1]
+            cut = chunk.rfind(b"\n")
+            pieces.append(chunk[cut + 1 :])
+            if cut >= 0:
+                break
+    line = b"".join(reversed(pieces))
+    if len(line) < LONG_LINE - 1:
+        return None  # the whole log is one short line
+    m = _TAIL.search(line, len(line) - 256)
+    if m is not None and line.startswith(_HEAD) and line.translate(_CONTROL).find(0) < 0:
+        return line, m.group(1).decode("ascii")
     return None
 
 
@@ -158,7 +164,7 @@ def last_op_id(log_path: Path) -> str | None:
     except FileNotFoundError:
         return None
     if long is not None:
-        return long[2]
+        return long[1]
     d = next(newest_first_json(log_path), None)
     return None if d is None else str(d["op"])
 
@@ -173,11 +179,11 @@ def newest_brief(log_path: Path) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     if long is not None:
-        data, start, _ = long
-        cut = data.find(b'],"command":', start)
+        line = long[0]
+        cut = line.find(b'],"command":')
         if cut > 0:
             try:
-                d = json.loads(b"{" + data[cut + 2 : len(data) - 1])
+                d = json.loads(b"{" + line[cut + 2 :])
             except ValueError:
                 d = None
             if isinstance(d, dict) and isinstance(d.get("op"), str):

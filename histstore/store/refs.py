@@ -152,8 +152,6 @@ class RefStore:
         self._folders: tuple[dict[str, str], set[str]] | None = None
         #: the sorted names of packed-refs, by its (inode, size, mtime)
         self._names: tuple[tuple[int, int, int] | None, list[str]] | None = None
-        #: any_under's last answer, by packed-refs' (inode, size, mtime) and namespace
-        self._under: dict[tuple[int, int, int, str], bool] = {}
         #: the bytes of packed-refs, by its (inode, size, mtime), for bisection
         self._raw: tuple[tuple[int, int, int], bytes] | None = None
         #: last_op_id's answer, by the refs log's (inode, size, mtime)
@@ -336,17 +334,10 @@ class RefStore:
         except (FileNotFoundError, NotADirectoryError):
             pass
         # packed-refs holds every ref of a bulk-written store (44k lines at 1M
-        # turns: ~160 ms to parse): one search of its bytes per version of the
-        # file instead (names hold no space, so " <namespace>/" starts a name)
+        # turns: ~70 ms to parse): one search of its bytes (kept per version of
+        # the file) instead (names hold no space, so " <namespace>/" starts a name)
         got = self._packed_bytes()
-        if got is None:
-            return False
-        key = (*got[0], namespace)
-        found = self._under.get(key)
-        if found is None:
-            found = f" {namespace}/".encode("ascii") in got[1]
-            self._under = {key: found}
-        return found
+        return got is not None and f" {namespace}/".encode("ascii") in got[1]
 
     def _write_packed(self, updates: dict[str, str | None]) -> None:
         """``packed-refs`` with ``updates`` applied (None deletes), written whole
