@@ -243,7 +243,7 @@ def _merge_index(
     gone: set[str],
 ) -> tuple[str, bool] | None:
     """An index file both sides changed, merged by entry
-    (:func:`histstore.memrules.merge_index`): (the merged blob, made in
+    (:func:`histstore.memory.index.merge_index`): (the merged blob, made in
     ``objs``; whether an entry changed differently on both sides). ``won`` is
     the version of the winning revision (the later one). None: a version is
     not text an index can be, and the file is merged as a whole."""
