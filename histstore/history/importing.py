@@ -93,14 +93,16 @@ def stored_turn(put: Callable[[str, bytes], str], turn: Turn) -> dict[str, Any]:
     return out
 
 
-def encode_turn(turn: Turn) -> tuple[bytes, list[tuple[str, bytes]]]:
-    """The turn object's payload and the blobs it refers to, hashed, not written:
-    an import skips both when the session already holds that very turn."""
-    blobs: list[tuple[str, bytes]] = []
+def encode_turn(turn: Turn) -> tuple[bytes, list[tuple[str, bytes, str]]]:
+    """The turn object's payload and the blobs it refers to (kind, bytes, id),
+    hashed, not written: an import skips both when the session already holds
+    that very turn."""
+    blobs: list[tuple[str, bytes, str]] = []
 
     def put(kind: str, data: bytes) -> str:
-        blobs.append((kind, data))
-        return hash_object(kind, data)
+        blob_id = hash_object(kind, data)
+        blobs.append((kind, data, blob_id))
+        return blob_id
 
     return canonical_json(stored_turn(put, turn)), blobs
 
@@ -285,7 +287,7 @@ class Importer:
             return
         object_id = hash_object("turn", payload)
         purged = self._purged
-        if object_id in purged or (purged and any(hash_object(k, d) in purged for k, d in blobs)):
+        if object_id in purged or any(blob_id in purged for _, _, blob_id in blobs):
             self.report.turns_purged += 1  # a purge removed it (or a blob of it) for good
             return
         if isinstance(turn.get("source"), dict):
@@ -297,7 +299,7 @@ class Importer:
         if old == object_id and previous is None:
             self.report.turns_unchanged += 1
             return
-        for kind, data in blobs:
+        for kind, data, _ in blobs:
             batch.put(kind, data)
         batch.put("turn", payload)
         w.turns[tid] = TurnEntry(
