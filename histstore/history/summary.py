@@ -11,8 +11,9 @@ It follows the refs log as the recall index does (docs/format.md, "The
 summary"): ``applied_op`` names the last operation it reflects; catching up
 replays the session ref changes logged since — a revision that adds turns to
 the one before it (a delta) costs the turns it adds; any other move (an undo,
-a merge, a sync) re-reads that session. One transaction per catch-up, under
-``local/summary.lock``, so a reader sees it before or after, never half.
+a merge, a sync) re-reads that session. One transaction per catch-up
+(SQLite's ``BEGIN IMMEDIATE``: one writer at a time), so a reader sees it
+before or after, never half.
 Readers catch it up when it is behind (two ids compared: cheap); when it
 cannot be written (a read-only store) they read the sessions as before.
 """
@@ -157,6 +158,13 @@ class Summary:
         with contextlib.suppress(OSError):
             for suffix in ("", "-wal", "-shm"):
                 Path(str(self.path) + suffix).unlink(missing_ok=True)
+
+    def remove(self) -> None:
+        """The summary's files gone for good (a purge: it may name what went;
+        the next reader rebuilds it from the refs)."""
+        if self.path.exists():
+            self._drop()
+            fsutil.fsync_dir(self.dir)
 
     def _meta(self, conn: sqlite3.Connection, key: str) -> str | None:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

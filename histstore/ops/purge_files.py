@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import blake3
-import filelock
 
 from histstore.history.sources import NAME as SOURCES_NAME
-from histstore.history.summary import NAME as SUMMARY_NAME
+from histstore.history.summary import Summary
 from histstore.memory.folders import BASE_DIR
 from histstore.store import upgrading
 from histstore.store.codec import canonical_json
@@ -103,7 +102,7 @@ def clean_local(store: Store, drop: set[str], entries: list[PurgeEntry], files: 
         replaced.update(e.replaced)
     purged = store.purged_ids()
     _clean_sources(store, purged, replaced, files)
-    _remove_summary(store)
+    Summary(store).remove()
     base = store.root / BASE_DIR
     if base.is_dir():
         for f in sorted(base.iterdir()):
@@ -149,18 +148,6 @@ def _clean_sources(
 
 def path_key(path: str) -> str:
     return str(blake3.blake3(path.encode("utf-8", "surrogateescape")).hexdigest())[:32]
-
-
-def _remove_summary(store: Store) -> None:
-    local = store.root / "local"
-    if not (local / SUMMARY_NAME).exists():
-        return
-    lock = filelock.FileLock(str(local / "summary.lock"))
-    with lock.acquire(timeout=store.lock_timeout):
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                (local / (SUMMARY_NAME + suffix)).unlink()
-    fsync_dir(local)
 
 
 def _remove_leftovers(store: Store) -> None:
