@@ -185,3 +185,14 @@ def field_texts(ps: list[Part]) -> dict[str, str]:
     for p in ps:
         out.setdefault(p.field, []).append(p.text)
     return {f: "\n".join(texts) for f, texts in out.items()}
+
+
+def project_and_agent(turn: dict[str, Any], project: str, agent: str) -> tuple[str, str]:
+    """The project and agent a turn is filtered by: its own, else its
+    session's (``project``, ``agent``), for the engine's documents and the
+    scan alike."""
+    own_project, own_agent = turn.get("project"), turn.get("agent")
+    return (
+        own_project if isinstance(own_project, str) else project,
+        own_agent if isinstance(own_agent, str) else agent,
+    )

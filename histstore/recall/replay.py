@@ -25,7 +25,7 @@ from histstore.errors import CorruptStore, HistError
 from histstore.overlay.markers import PREFIX as OVERLAY_PREFIX
 from histstore.overlay.markers import Marker, Overlay, load_marker
 from histstore.recall import engine
-from histstore.recall.fields import blob_reader, field_texts, parts
+from histstore.recall.fields import blob_reader, field_texts, parts, project_and_agent
 from histstore.recall.query import time_ms
 from histstore.store.kinds import Session, TurnEntry
 from histstore.store.store import SESSION_PREFIX, Store
@@ -50,15 +50,14 @@ class Writer:
     def document(self, session: Session, entry: TurnEntry) -> tantivy.Document:
         turn = self.store.get_json(entry.object, "turn")
         texts = field_texts(parts(turn, self.blob))
-        project = turn.get("project")
-        agent = turn.get("agent")
+        project, agent = project_and_agent(turn, session.project, session.agent)
         return engine.document(
             session.session_id,
             entry.turn_id,
             entry.object,
             time_ms(entry.asked_at),
-            project if isinstance(project, str) else session.project,
-            agent if isinstance(agent, str) else session.agent,
+            project,
+            agent,
             texts,
         )
 

@@ -18,7 +18,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from histstore.overlay.markers import Overlay
-from histstore.recall.fields import FIELDS, WEIGHTS, blob_reader, field_texts, parts
+from histstore.recall.fields import (
+    FIELDS,
+    WEIGHTS,
+    blob_reader,
+    field_texts,
+    parts,
+    project_and_agent,
+)
 from histstore.recall.query import Query, Scope, project_values, time_ms, tokens
 from histstore.store.store import Store
 
@@ -98,9 +105,8 @@ def scan(
             turn = store.get_json(entry.object, "turn")
             n_docs += 1
             texts = field_texts(parts(turn, blob))
-            project = turn.get("project")
-            paths, names = project_values(project if isinstance(project, str) else "")
-            agent = turn.get("agent")
+            project, agent = project_and_agent(turn, session.project, session.agent)
+            paths, names = project_values(project)
             in_scope = (
                 scope.matches(paths, names)
                 and (scope.agent is None or agent == scope.agent)
