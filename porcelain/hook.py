@@ -259,41 +259,15 @@ def run(args: HookArgs, *, stdin: str | None = None) -> int:
 
 def spool_to_background(root: str, agent: str, payload: str) -> bool:
     """Spool the payload and start ``hs capture --drain`` detached to apply
-    it: the agent waits for neither the store's code to load nor the import
-    (about a second of CPU on a loaded machine). False (nothing done) for a
-    payload that is not a JSON object or a store that is missing: the capture
-    in this process then records why."""
+    it (histstore.capture.fastspool.spool_for_drain): the agent waits for
+    neither the store's code to load nor the import (about a second of CPU
+    on a loaded machine)."""
     from histstore.capture import fastspool
 
-    if not fastspool.is_store(root) or fastspool.event_name(payload) == "unknown":
-        return False
-    capture_dir = os.path.join(root, fastspool.CAPTURE_DIR)
-    entry = fastspool.spool(capture_dir, agent, payload)
-    message = fastspool.kept(payload)[1]
-    env = None
-    if message is not None and len(message.encode("utf-8", "replace")) <= fastspool.MESSAGE_MAX:
-        env = {
-            fastspool.MESSAGE_ENV: message,
-            fastspool.MESSAGE_FOR_ENV: os.path.basename(entry),
-        }
-    pid = _detach([*hs_argv(), "--store", root, "capture", "--drain", "--fresh", entry], env)
-    fastspool.write_last(
-        capture_dir,
-        agent,
-        fastspool.event_name(payload),
-        {
-            "result": "spooled",
-            "message": "being applied in the background",
-            "waiting": fastspool.waiting(capture_dir),
-            "turns_added": 0,
-            "turns_revised": 0,
-            "applied": 0,
-            "lagging": False,
-            "session": None,
-            "drain_pid": pid,
-        },
-    )
-    return True
+    def start(entry: str, env: dict[str, str] | None) -> int | None:
+        return _detach([*hs_argv(), "--store", root, "capture", "--drain", "--fresh", entry], env)
+
+    return fastspool.spool_for_drain(root, agent, payload, start)
 
 
 def _chain(args: HookArgs) -> None:

@@ -18,6 +18,7 @@ import itertools
 import json
 import os
 import time
+from collections.abc import Callable
 
 #: the store's config file (histstore.store.config.CONFIG_NAME; a test keeps them equal)
 CONFIG = "config.toml"
@@ -133,16 +134,18 @@ def kept(text: str) -> tuple[str, str | None]:
     return dump(out).decode().rstrip("\n"), message
 
 
-def spool(capture_dir: str, agent: str, text: str, argv: list[str] | None = None) -> str:
+def spool(
+    capture_dir: str, agent: str, text: str, argv: list[str] | None = None
+) -> tuple[str, str, str | None]:
     """Keep what a capture needs of a payload (:func:`kept`) until it is
-    applied; its path."""
-    text = kept(text)[0]
+    applied: (its path, the text kept, the answer kept out)."""
+    text, message = kept(text)
     entry: dict[str, object] = {"agent": agent, "text": text, "received": now(), "attempts": 0}
     if argv:
         entry["argv"] = argv
     path = os.path.join(capture_dir, "spool", spool_name())
     write_file(path, dump(entry), sync=True)
-    return path
+    return path, text, message
 
 
 def waiting(capture_dir: str) -> int:
@@ -212,21 +215,47 @@ def spool_if_locked(root: str, agent: str, text: str) -> bool:
     capture_dir = os.path.join(root, CAPTURE_DIR)
     began = time.monotonic()
     spool(capture_dir, agent, text)
-    write_last(
+    _spooled(
         capture_dir,
         agent,
         event_name(text),
-        {
-            "result": "spooled",
-            "message": "the store is locked by another writer: applied by the next capture "
-            "or import",
-            "waiting": waiting(capture_dir),
-            "turns_added": 0,
-            "turns_revised": 0,
-            "applied": 0,
-            "lagging": False,
-            "session": None,
-            "seconds": round(time.monotonic() - began, 4),
-        },
+        "the store is locked by another writer: applied by the next capture or import",
+        seconds=round(time.monotonic() - began, 4),
     )
     return True
+
+
+def spool_for_drain(
+    root: str, agent: str, text: str, start: Callable[[str, dict[str, str] | None], int | None]
+) -> bool:
+    """Spool a payload for ``hs capture --drain`` to apply in the background:
+    ``start(entry, env)`` starts it (the answer, kept out of the spool,
+    handed over in its environment when it fits) and gives its pid. False
+    (nothing done) for a payload that is not a hook's or a store that is
+    missing: the capture in the hook's own process then records why."""
+    event = event_name(text)
+    if not is_store(root) or event == "unknown":
+        return False
+    capture_dir = os.path.join(root, CAPTURE_DIR)
+    entry, _, message = spool(capture_dir, agent, text)
+    env = None
+    if message is not None and len(message.encode("utf-8", "replace")) <= MESSAGE_MAX:
+        env = {MESSAGE_ENV: message, MESSAGE_FOR_ENV: os.path.basename(entry)}
+    pid = start(entry, env)
+    _spooled(capture_dir, agent, event, "being applied in the background", drain_pid=pid)
+    return True
+
+
+def _spooled(capture_dir: str, agent: str, event: str, message: str, **extra: object) -> None:
+    """The last run of a hook that spooled its payload."""
+    record: dict[str, object] = {
+        "result": "spooled",
+        "message": message,
+        "waiting": waiting(capture_dir),
+        "turns_added": 0,
+        "turns_revised": 0,
+        "applied": 0,
+        "lagging": False,
+        "session": None,
+    }
+    write_last(capture_dir, agent, event, {**record, **extra})

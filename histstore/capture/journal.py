@@ -106,9 +106,8 @@ class Journal:
 
     def spool(self, agent: str, text: str) -> SpoolEntry:
         """Keep a payload (the text it came as) until it is applied (durably)."""
-        path = Path(fastspool.spool(str(self.root), agent, text))
-        spooled, message = fastspool.kept(text)
-        return SpoolEntry(path, agent, spooled, "", 0, message)
+        path, spooled, message = fastspool.spool(str(self.root), agent, text)
+        return SpoolEntry(Path(path), agent, spooled, "", 0, message)
 
     def waiting(self) -> int:
         """How many payloads wait (counted, not read)."""
