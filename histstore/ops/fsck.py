@@ -47,7 +47,7 @@ def _repair_purges(store: Store) -> list[Finding]:
     out = []
     if purge_run.complete_pending(store) is not None:
         out.append(warning("purged", "completed a purge a crash had interrupted"))
-    back = {i for i in store.purged_ids() if store.objects.has(i)}
+    back = store.purged_still_stored()
     if back:
         with store.lock():
             n, _ = gc.remove_objects(store, back)

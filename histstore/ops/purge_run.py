@@ -15,7 +15,6 @@ the store lock next completes an interrupted one (the hook below).
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterable
@@ -335,7 +334,7 @@ def run_pending(store: Store, pending: dict[str, Any], step: Step | None = None)
         write_views(store)
         say_step(step, "objects")
         _orphans(store)
-        drop = _present_purged(store)
+        drop = store.purged_still_stored()
         report.removed, report.packs_rewritten = gcmod.remove_objects(store, drop, step)
         say_step(step, "local")
         clean_local(store, drop, entries, set(pending.get("files") or []))
@@ -349,17 +348,6 @@ def run_pending(store: Store, pending: dict[str, Any], step: Step | None = None)
     finally:
         store.purging = was
     return report
-
-
-def _present_purged(store: Store) -> set[str]:
-    """Every purged object the store still holds: this purge's, and any
-    written again since an earlier one (an import that raced it)."""
-    out = set()
-    for i in store.purged_ids():
-        with contextlib.suppress(ValueError):
-            if store.objects.has(i):
-                out.add(i)
-    return out
 
 
 def _orphans(store: Store) -> None:

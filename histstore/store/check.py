@@ -227,7 +227,7 @@ def check_purges(store: Store) -> list[Finding]:
     held again (``--repair`` completes and removes: histstore.ops.fsck)."""
     out = []
     try:
-        ids = store.purged_ids()
+        store.purged_ids()  # the record readable
     except CorruptStore as e:
         return [error("purged", e.message, purging.RECORD)]
     try:
@@ -238,7 +238,7 @@ def check_purges(store: Store) -> list[Finding]:
         msg = "a purge was interrupted; the next hs command (or `hs fsck --repair`) completes it"
         out.append(warning("purged", msg, purging.PENDING))
         return out
-    back = sorted(i for i in ids if store.objects.has(i))
+    back = sorted(store.purged_still_stored())
     if back:
         msg = (
             f"{len(back)} purged object{'s' if len(back) != 1 else ''} stored again "

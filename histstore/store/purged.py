@@ -127,15 +127,19 @@ class PurgeRecord:
 
     def __init__(self, root: Path) -> None:
         self.path = root / RECORD
-        self._cache: tuple[tuple[int, int, int], list[PurgeEntry], frozenset[str]] | None = None
+        #: (version, entries, removed ids, each id -> the first purge removing it)
+        self._cache: (
+            tuple[tuple[int, int, int], list[PurgeEntry], frozenset[str], dict[str, PurgeEntry]]
+            | None
+        ) = None
 
-    def _load(self) -> tuple[list[PurgeEntry], frozenset[str]]:
+    def _load(self) -> tuple[list[PurgeEntry], frozenset[str], dict[str, PurgeEntry]]:
         key = version(self.path)
         if key is None:
             self._cache = None
-            return [], frozenset()
+            return [], frozenset(), {}
         if self._cache is not None and self._cache[0] == key:
-            return self._cache[1], self._cache[2]
+            return self._cache[1:]
         data = self.path.read_bytes()
         lines = data.split(b"\n")
         if lines[0] != HEADER:
@@ -150,9 +154,13 @@ class PurgeRecord:
                 raise CorruptStore(
                     f"{self.path} line {n} is not a purge entry ({e})", hint="run hs fsck"
                 ) from None
-        ids = frozenset(o for e in entries for o in e.objects)
-        self._cache = (key, entries, ids)
-        return entries, ids
+        by_object: dict[str, PurgeEntry] = {}
+        for entry in entries:
+            for o in entry.objects:
+                by_object.setdefault(o, entry)
+        ids = frozenset(by_object)
+        self._cache = (key, entries, ids, by_object)
+        return entries, ids, by_object
 
     def entries(self) -> list[PurgeEntry]:
         return self._load()[0]
@@ -166,7 +174,7 @@ class PurgeRecord:
 
     def of_object(self, object_id: str) -> PurgeEntry | None:
         """The (first) purge that removed an object."""
-        return next((e for e in self.entries() if object_id in e.objects), None)
+        return self._load()[2].get(object_id)
 
     def add(self, new: Iterable[PurgeEntry]) -> bool:
         """Append entries not yet recorded (lock held): the file is written

@@ -137,6 +137,11 @@ class Store:
     def is_purged(self, object_id: str) -> bool:
         return object_id in self.purges.ids()
 
+    def purged_still_stored(self) -> set[str]:
+        """The purged ids the object store holds again (an import that raced a
+        purge wrote them back): what fsck reports and a purge removes."""
+        return {i for i in self.purged_ids() if is_object_id(i) and self.objects.has(i)}
+
     @property
     def redactor(self) -> Redactor:
         if self._redactor is None:
