@@ -278,7 +278,7 @@ class DiskObjectStore(ObjectStore):
         return self._midx
 
     def _loose_path(self, object_id: str) -> Path:
-        return self.root / object_id[:2] / object_id[2:]
+        return self.root / f"{object_id[:2]}/{object_id[2:]}"
 
     def _locate(self, raw: bytes) -> tuple[Pack, int, int] | None:
         if self._midx is not None:
