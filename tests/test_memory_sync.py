@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 from helpers import HS
 
+from histstore.store.store import Store
+from histstore.sync.engine import sync
+
 
 class Machine:
     def __init__(self, hs: HS, root: Path, name: str) -> None:
@@ -391,3 +394,16 @@ def test_a_reworded_index_line_reaches_a_folder_that_excluded_the_note(
     b.ok("pull", "a")
     assert "reworded" in b.files()["MEMORY.md"]
     assert "unchanged" in b.ok("memory", "snapshot")
+
+
+def test_a_library_pull_brings_the_folder_along(two: tuple[Machine, Machine]) -> None:
+    """Following a sync is the library's (histstore.sync.engine.sync), not the
+    CLI's: a pull made by a library caller (the MCP server, a hook) moves the
+    folder as `hs pull` does."""
+    a, b = two
+    a.write("editor", "Uses vim.")
+    with Store.open(a.store) as sa, Store.open(b.store) as sb:
+        report = sync(sb, sa, "a", push=False)
+    assert report.memory_dirs and "updated" in report.memory_dirs[0]
+    assert b.files()["user_editor.md"].endswith("Uses vim.\n")
+    assert "user_editor.md" in b.files()["MEMORY.md"]

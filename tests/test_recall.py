@@ -576,6 +576,19 @@ def test_recall_catches_up_an_index_left_behind(hs: HS, store_path: Path) -> Non
     assert hs.json_lines("plumbing", "index-status")[0]["stale"] is False
 
 
+def test_a_library_recall_catches_up_an_index_left_behind(hs: HS, store_path: Path) -> None:
+    """Catching the index up before a search is the library's
+    (histstore.recall.index.recall), not the CLI's: a library caller (the MCP
+    server) finds a turn the index never saw, and leaves the index caught up."""
+    hs("init")
+    hs("record", input=json.dumps(turn_record(1, asked="a lonely narwhal")))
+    shutil.rmtree(store_path / "index")
+    with Store.open(store_path) as s:
+        assert RecallIndex(s).behind()
+        assert [h.turn_id for h in recall(s, "narwhal").hits] == ["turn-0001"]
+        assert not RecallIndex(s).behind()
+
+
 def test_an_index_of_schema_1_is_replaced(hs: HS, store_path: Path) -> None:
     hs("init")
     hs("record", input=json.dumps(turn_record(1, asked="an old walrus")))

@@ -23,10 +23,8 @@ from typing import Any
 
 from histstore.errors import CorruptObject, HistError, NotFound
 from histstore.memory import rules as memrules
-from histstore.memory.folders import follow
-from histstore.memory.revisions import load_revision
-from histstore.memory.scopes import PREFIX as MEMORY_PREFIX
-from histstore.memory.scopes import Scope, drop_index_lines, parse_target
+from histstore.memory.follow import follow_memory
+from histstore.memory.scopes import drop_index_lines, parse_target
 from histstore.ops import gc as gcmod
 from histstore.ops.purge_files import clean_capture, clean_local, rewrite_log
 from histstore.recall.index import RecallIndex
@@ -342,7 +340,7 @@ def run_pending(store: Store, pending: dict[str, Any], step: Step | None = None)
         say_step(step, "index")
         report.index = forget_in_index(store)
         say_step(step, "memory")
-        report.memory_dirs = _follow_memory(store, changes)
+        report.memory_dirs = follow_memory(store, changes, late=False)
         say_step(step, "done")
         purging.clear_pending(store.root)
     finally:
@@ -398,22 +396,6 @@ def _hook(store: Store) -> None:
 
 
 purging.complete_hook = _hook
-
-
-def _follow_memory(store: Store, changes: list[RefChange]) -> list[str]:
-    out = []
-    for c in changes:
-        if not c.ref.startswith(MEMORY_PREFIX) or c.new is None:
-            continue
-        scope_id = c.ref[len(MEMORY_PREFIX) :]
-        try:
-            scope = Scope(scope_id, load_revision(store, c.new).project)
-            said = follow(store, scope, c.old, c.new)
-        except HistError as e:
-            said = f"{scope_id} memory directory not updated: {e.message}"
-        if said:
-            out.append(said)
-    return out
 
 
 # ------------------------------------------------------------------ the recall index

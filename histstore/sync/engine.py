@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError, NotFound
+from histstore.memory.follow import follow_memory
 from histstore.recall.index import RecallIndex
 from histstore.store.codec import is_object_id
 from histstore.store.config import read_config, rulesets_of
@@ -45,7 +46,6 @@ from histstore.store.objectstore import Batch, DiskObjectStore, MemoryObjectStor
 from histstore.store.oplog import Operation, RefChange
 from histstore.store.repack import copy_all
 from histstore.store.store import Store
-from histstore.sync.follow import follow_memory
 from histstore.sync.merge import MemoryConflict, check_value, merge_values, recorded_conflicts
 from histstore.sync.purges import carry
 from histstore.sync.remotes import (

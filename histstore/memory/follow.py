@@ -1,11 +1,11 @@
-"""What follows a pull in this store: its memory folders.
+"""What follows a pull or a purge in this store: its memory folders.
 
-After a sync moved this store's ``memory/`` refs, each scope's configured
-folder follows, but only when it still holds exactly what it was last given
-(histstore.memory.folders.follow: never over an edit not recorded, never an
-excluded note's text). A folder an earlier push into this store left behind
-catches up too. The sync stands whatever happens here: each folder's outcome
-is a line for the person.
+After an operation moved this store's ``memory/`` refs (a sync, a purge),
+each scope's configured folder follows, but only when it still holds exactly
+what it was last given (histstore.memory.folders.follow: never over an edit
+not recorded, never an excluded note's text). After a sync, a folder an
+earlier push into this store left behind catches up too. The operation stands
+whatever happens here: each folder's outcome is a line for the person.
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from histstore.store.oplog import RefChange
 from histstore.store.store import Store
 
 
-def follow_memory(store: Store, changes: list[RefChange]) -> list[str]:
-    """Bring the memory folders along after ``changes`` moved this store's refs."""
+def follow_memory(store: Store, changes: list[RefChange], *, late: bool = True) -> list[str]:
+    """Bring the memory folders along after ``changes`` moved this store's refs;
+    ``late``: and every folder still behind its scope's revision (a push into
+    this store never writes a folder)."""
     out = []
     moved = set()
     for c in changes:
@@ -34,11 +36,13 @@ def follow_memory(store: Store, changes: list[RefChange]) -> list[str]:
             said = f"{scope_id} memory directory not updated: {e.message}"
         if said:
             out.append(said)
+    if not late:
+        return out
     try:
-        late = [b for b in behind(store) if b[0].id not in moved]
+        lagging = [b for b in behind(store) if b[0].id not in moved]
     except HistError:
-        late = []
-    for scope, base, tip in late:
+        lagging = []
+    for scope, base, tip in lagging:
         try:
             said = follow(store, scope, base, tip)
         except HistError as e:
