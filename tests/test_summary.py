@@ -44,6 +44,12 @@ def _agree(store: Store) -> None:
     assert counts["sessions"] == len(sessions)
     assert counts["turns"] == sum(len(x.turns) for x in sessions)
     assert counts["operations"] == len(store.operations())
+    # sessions' projects and turns per agent, counted as sessions come and go
+    assert counts["projects"] == len({project_key(x.project) for x in sessions})
+    agents: dict[str, int] = {}
+    for x in sessions:
+        agents[x.agent] = agents.get(x.agent, 0) + len(x.turns)
+    assert counts["agents"] == agents
     # the turns per project, counted as turns come and go, as a scan counts them
     per: dict[str, int] = {}
     for x in sessions:
@@ -176,4 +182,36 @@ def test_a_summary_of_schema_2_gains_its_project_counts_without_a_rebuild(
     record_turn(store, json.dumps(turn_record(20, session_id="s9", project="/w/p7")))
     _agree(store)  # the triggers count from now on
     with Summary(store) as s:
-        assert s._meta(s.current(), "schema") == "3"
+        assert s._meta(s.current(), "schema") == "4"
+
+
+def test_a_summary_of_schema_3_gains_its_session_counts_without_a_rebuild(
+    store: Store, tmp_path: Path, monkeypatch: Any
+) -> None:
+    import sqlite3
+
+    recs = [
+        turn_record(i, session_id=f"s{i % 3}", project=f"/w/p{i % 2}", agent=("a", "b")[i % 2])
+        for i in range(12)
+    ]
+    import_paths(store, [write_turns(tmp_path / "a.jsonl", recs)])
+    _agree(store)
+    path = store.root / "local" / "summary.sqlite"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(
+        "DROP TRIGGER session_added; DROP TRIGGER session_removed;"
+        "DROP TABLE agent; DROP TABLE session_pkey;"
+        "UPDATE meta SET value = '3' WHERE key = 'schema';"
+    )
+    conn.close()
+
+    def no_rebuild(*a: Any) -> None:
+        raise AssertionError("rebuilt")
+
+    monkeypatch.setattr(Summary, "_reset", no_rebuild)
+    _agree(store)
+    record_turn(store, json.dumps(turn_record(20, session_id="s9", project="/w/p7", agent="c")))
+    record_turn(store, json.dumps(turn_record(21, session_id="s0", agent="c")))
+    _agree(store)  # the triggers count from now on
+    with Summary(store) as s:
+        assert s._meta(s.current(), "schema") == "4"

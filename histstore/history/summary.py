@@ -36,10 +36,10 @@ from histstore.store.kinds import Session, SessionRev, TurnEntry, ordered, parse
 from histstore.store.oplog import Operation
 from histstore.store.store import SESSION_PREFIX, Store
 
-SCHEMA = "3"
+SCHEMA = "4"
 NAME = "summary.sqlite"
 
-DDL = """
+BASE_DDL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE session (
     session_id TEXT PRIMARY KEY,
@@ -65,6 +65,9 @@ CREATE INDEX turn_time ON turn (asked_at, turn_id);
 CREATE INDEX turn_id ON turn (turn_id);
 CREATE INDEX turn_pkey ON turn (pkey, asked_at);
 CREATE INDEX turn_project ON turn (project, asked_at);
+"""
+#: schema 3: current turns per project key, kept as turn rows come and go
+PROJECT_DDL = """
 CREATE TABLE project (pkey TEXT PRIMARY KEY, turns INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TRIGGER turn_added AFTER INSERT ON turn BEGIN
     INSERT INTO project VALUES (new.pkey, 1)
@@ -74,6 +77,33 @@ CREATE TRIGGER turn_removed AFTER DELETE ON turn BEGIN
     UPDATE project SET turns = turns - 1 WHERE pkey = old.pkey;
 END;
 """
+#: schema 4: sessions and turns per agent, sessions per project key, kept as
+#: session rows come and go (a session row is only ever inserted, replaced
+#: or deleted), so ``hs status`` counts without reading every session
+TOTALS_DDL = """
+CREATE TABLE agent (
+    agent TEXT PRIMARY KEY, sessions INTEGER NOT NULL, turns INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE session_pkey (pkey TEXT PRIMARY KEY, sessions INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TRIGGER session_added AFTER INSERT ON session BEGIN
+    INSERT INTO agent VALUES (new.agent, 1, new.turns)
+        ON CONFLICT (agent) DO UPDATE SET sessions = sessions + 1, turns = turns + new.turns;
+    INSERT INTO session_pkey VALUES (new.pkey, 1)
+        ON CONFLICT (pkey) DO UPDATE SET sessions = sessions + 1;
+END;
+CREATE TRIGGER session_removed AFTER DELETE ON session BEGIN
+    UPDATE agent SET sessions = sessions - 1, turns = turns - old.turns
+        WHERE agent = old.agent;
+    UPDATE session_pkey SET sessions = sessions - 1 WHERE pkey = old.pkey;
+END;
+"""
+#: the counts of schema 4 made from the session table as it is
+TOTALS_FILL = """
+INSERT INTO agent SELECT agent, count(*), sum(turns) FROM session GROUP BY agent;
+INSERT INTO session_pkey SELECT pkey, count(*) FROM session GROUP BY pkey;
+"""
+DDL = BASE_DDL + PROJECT_DDL + TOTALS_DDL
+TABLES = ("turn", "session", "meta", "project", "agent", "session_pkey")
 
 
 @dataclass(frozen=True)
@@ -179,6 +209,8 @@ class Summary:
         try:
             if self._meta(conn, "schema") == "2":
                 self._migrate_from_2(conn)
+            if self._meta(conn, "schema") == "3":
+                self._migrate_from_3(conn)
             if self._meta(conn, "schema") != SCHEMA:
                 if limit is not None:
                     raise Unavailable(
@@ -197,21 +229,31 @@ class Summary:
     def _migrate_from_2(self, conn: sqlite3.Connection) -> None:
         """Schema 2 lacks only the project counts: added and counted once, in
         one transaction (a rebuild of a 1M-turn summary takes a minute)."""
-        counts = DDL[DDL.index("CREATE TABLE project") :]
         conn.executescript(
             "BEGIN IMMEDIATE;"
+            "DROP TRIGGER IF EXISTS turn_added; DROP TRIGGER IF EXISTS turn_removed;"
             "DROP TABLE IF EXISTS project;"
-            f"{counts}"
+            f"{PROJECT_DDL}"
             "INSERT INTO project SELECT pkey, count(*) FROM turn GROUP BY pkey;"
-            f"UPDATE meta SET value = '{SCHEMA}' WHERE key = 'schema' AND value = '2';"
+            "UPDATE meta SET value = '3' WHERE key = 'schema' AND value = '2';"
+            "COMMIT;"
+        )
+
+    def _migrate_from_3(self, conn: sqlite3.Connection) -> None:
+        """Schema 3 lacks only the per-agent and per-project session counts:
+        added and counted once from the session table, in one transaction."""
+        conn.executescript(
+            "BEGIN IMMEDIATE;"
+            "DROP TRIGGER IF EXISTS session_added; DROP TRIGGER IF EXISTS session_removed;"
+            "DROP TABLE IF EXISTS agent; DROP TABLE IF EXISTS session_pkey;"
+            f"{TOTALS_DDL}{TOTALS_FILL}"
+            "UPDATE meta SET value = '4' WHERE key = 'schema' AND value = '3';"
             "COMMIT;"
         )
 
     def _reset(self, conn: sqlite3.Connection) -> None:
         """A summary of another schema: its tables made again, empty."""
-        drops = "".join(
-            f"DROP TABLE IF EXISTS {table};" for table in ("turn", "session", "meta", "project")
-        )
+        drops = "".join(f"DROP TABLE IF EXISTS {table};" for table in TABLES)
         # one script, one transaction (the triggers' bodies hold semicolons)
         conn.executescript(
             f"BEGIN IMMEDIATE;{drops}{DDL}INSERT INTO meta VALUES ('schema', '{SCHEMA}');COMMIT;"
@@ -483,12 +525,15 @@ class Summary:
     def counts(self) -> dict[str, Any]:
         """Sessions, turns, projects, turns per agent, operations."""
         conn = self.current()
+        # from the counts the triggers keep (a few rows), not the sessions
         sessions, turns = conn.execute(
-            "SELECT count(*), coalesce(sum(turns), 0) FROM session"
+            "SELECT coalesce(sum(sessions), 0), coalesce(sum(turns), 0) FROM agent"
         ).fetchone()
-        projects = conn.execute("SELECT count(DISTINCT pkey) FROM session").fetchone()[0]
+        projects = conn.execute("SELECT count(*) FROM session_pkey WHERE sessions > 0").fetchone()[
+            0
+        ]
         agents = dict(
-            conn.execute("SELECT agent, sum(turns) FROM session GROUP BY agent ORDER BY agent")
+            conn.execute("SELECT agent, turns FROM agent WHERE sessions > 0 ORDER BY agent")
         )
         return {
             "sessions": int(sessions),

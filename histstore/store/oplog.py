@@ -11,6 +11,7 @@ leaves and the next append closes.
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import re
 from collections.abc import Iterator
@@ -130,57 +131,63 @@ def _long_last_line(log_path: Path) -> tuple[bytes, str] | None:
     (over LONG_LINE), whole (the file ends with its newline), spelled as the
     writer spells an entry at both ends and holds no raw control byte: its
     ends can then be read without parsing it. None otherwise (parse it). Only
-    that line is read, backwards from the end of the file."""
+    that line is read: the file is mapped, and the line's start found by one
+    search backwards from its end."""
     with open(log_path, "rb") as f:
-        pos = f.seek(0, os.SEEK_END)
-        pieces: list[bytes] = []  # latest first
-        while pos > 0:
-            step = min(LONG_LINE, pos)
-            pos -= step
-            f.seek(pos)
-            chunk = f.read(step)
-            if not pieces:
-                if not chunk.endswith(b"\n") or b"\n" in chunk[:-1]:
-                    return None  # torn, or not longer than a read
-                chunk = chunk[:-1]
-            cut = chunk.rfind(b"\n")
-            pieces.append(chunk[cut + 1 :])
-            if cut >= 0:
-                break
-    line = b"".join(reversed(pieces))
-    if len(line) < LONG_LINE - 1:
-        return None  # the whole log is one short line
+        size = os.fstat(f.fileno()).st_size
+        if size <= LONG_LINE:
+            return None  # the last line cannot be long
+        with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as mm:
+            if mm[size - 1] != 0x0A:
+                return None  # torn
+            start = mm.rfind(b"\n", 0, size - 1) + 1
+            if size - 1 - start < LONG_LINE:
+                return None
+            line = mm[start : size - 1]
     m = _TAIL.search(line, len(line) - 256)
     if m is not None and line.startswith(_HEAD) and line.translate(_CONTROL).find(0) < 0:
         return line, m.group(1).decode("ascii")
     return None
 
 
-def last_op_id(log_path: Path) -> str | None:
-    """The id of the newest complete entry (:func:`newest_first_json`'s first),
-    read from the end of a long last line (:func:`_long_last_line`)."""
+#: what :func:`last_op_id` and :func:`newest_brief` may be given instead of
+#: reading the log's last line themselves: :func:`long_last_line`'s answer
+NOT_READ: Any = object()
+
+
+def long_last_line(log_path: Path) -> tuple[bytes, str] | None:
+    """:func:`_long_last_line`, None as well when there is no log."""
     try:
-        long = _long_last_line(log_path)
+        return _long_last_line(log_path)
     except FileNotFoundError:
         return None
+
+
+def last_op_id(log_path: Path, long: tuple[bytes, str] | None = NOT_READ) -> str | None:
+    """The id of the newest complete entry (:func:`newest_first_json`'s first),
+    read from the end of a long last line (:func:`_long_last_line`; ``long``:
+    what it gave, when the caller read it already)."""
+    if long is NOT_READ:
+        long = long_last_line(log_path)
     if long is not None:
         return long[1]
     d = next(newest_first_json(log_path), None)
     return None if d is None else str(d["op"])
 
 
-def newest_brief(log_path: Path) -> dict[str, Any] | None:
+def newest_brief(
+    log_path: Path, long: tuple[bytes, str] | None = NOT_READ
+) -> dict[str, Any] | None:
     """The newest complete entry without its ref changes (op, time, command,
-    parent, extra): for a long last line (:func:`_long_last_line`), parsed
-    from what follows the changes (no change names a key ``command``, and no
-    string holds an unescaped quote, so the first ``],"command":`` ends them)."""
-    try:
-        long = _long_last_line(log_path)
-    except FileNotFoundError:
-        return None
+    parent, extra): for a long last line (:func:`_long_last_line`; ``long``
+    as :func:`last_op_id`'s), parsed from what follows the changes (no change
+    names a key ``command``, and no string holds an unescaped quote, so the
+    one ``],"command":`` ends them: found from the line's end)."""
+    if long is NOT_READ:
+        long = long_last_line(log_path)
     if long is not None:
         line = long[0]
-        cut = line.find(b'],"command":')
+        cut = line.rfind(b'],"command":')
         if cut > 0:
             try:
                 d = json.loads(b"{" + line[cut + 2 :])

@@ -39,6 +39,7 @@ from histstore.store.oplog import (
     Operation,
     RefChange,
     last_op_id,
+    long_last_line,
     newest_brief,
     newest_first,
     newest_first_json,
@@ -156,6 +157,7 @@ class RefStore:
         self._raw: tuple[tuple[int, int, int], bytes] | None = None
         #: last_op_id's answer, by the refs log's (inode, size, mtime)
         self._last_op: tuple[tuple[int, int, int], str | None] | None = None
+        self._long: tuple[tuple[int, int, int], tuple[bytes, str] | None] | None = None
 
     # ---------------------------------------------------------------- reading
 
@@ -228,7 +230,7 @@ class RefStore:
                 data = self.packed_path.read_bytes()
             except FileNotFoundError:
                 return None
-            if data.partition(b"\n")[0] != PACKED_HEADER:
+            if not data.startswith(PACKED_HEADER + b"\n") and data != PACKED_HEADER:
                 raise CorruptStore(
                     f"{self.packed_path} is not a packed-refs file", hint="run hs fsck"
                 )
@@ -337,7 +339,13 @@ class RefStore:
         # turns: ~70 ms to parse): one search of its bytes (kept per version of
         # the file) instead (names hold no space, so " <namespace>/" starts a name)
         got = self._packed_bytes()
-        return got is not None and f" {namespace}/".encode("ascii") in got[1]
+        if got is None:
+            return False
+        data, want = got[1], f"{namespace}/".encode("ascii")
+        lo = self._bisect(data, len(PACKED_HEADER) + 1, want, lambda name: name < want)
+        if lo is None:  # a damaged line on the way: every byte searched
+            return b" " + want in data
+        return data.startswith(want, lo + 65)
 
     def _write_packed(self, updates: dict[str, str | None]) -> None:
         """``packed-refs`` with ``updates`` applied (None deletes), written whole
@@ -435,19 +443,29 @@ class RefStore:
         """:meth:`newest_first` as the entries' JSON objects (no object per ref change)."""
         return newest_first_json(self.log_path)
 
+    def _long_last(self, key: tuple[int, int, int]) -> tuple[bytes, str] | None:
+        """histstore.store.oplog.long_last_line, read once per version of the
+        log (an import's entry is megabytes, and a read asks for its id two
+        or three times and for its brief once)."""
+        if self._long is None or self._long[0] != key:
+            self._long = (key, long_last_line(self.log_path))
+        return self._long[1]
+
     def newest_brief(self) -> dict[str, Any] | None:
         """The newest entry without its ref changes (histstore.store.oplog.newest_brief)."""
-        return newest_brief(self.log_path)
+        key = version(self.log_path)
+        if key is None:
+            return None
+        return newest_brief(self.log_path, self._long_last(key))
 
     def last_op_id(self) -> str | None:
         """The id of the newest complete entry: what a derived view compares
-        with the operation it last applied. Kept per version of the log (a
-        read asks two or three times, and an import's entry is megabytes)."""
+        with the operation it last applied. Kept per version of the log."""
         key = version(self.log_path)
         if key is None:
             return None
         if self._last_op is None or self._last_op[0] != key:
-            self._last_op = (key, last_op_id(self.log_path))
+            self._last_op = (key, last_op_id(self.log_path, self._long_last(key)))
         return self._last_op[1]
 
     def operations_after(self, op_id: str | None) -> list[Operation] | None:
