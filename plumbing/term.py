@@ -241,6 +241,8 @@ def local_date(ts: str | None) -> str:
 
 @dataclass
 class _Pager:
+    """The pager a view's output goes to, and the descriptors it replaced."""
+
     proc: subprocess.Popen[bytes]
     saved_out: int
     saved_err: int | None
@@ -248,6 +250,8 @@ class _Pager:
 
 @dataclass
 class _State:
+    """What the command line decided for this process's terminal output."""
+
     color: str = "auto"
     no_pager: bool = False
     command: str = ""

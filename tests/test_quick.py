@@ -168,23 +168,35 @@ def test_the_parse_of_each_command() -> None:
     )
 
 
-def test_hs_log_as_a_process_never_loads_typer(filled: Path) -> None:
-    """What the quick path is for: the start-up of typer and the app."""
+def test_the_quick_commands_as_a_process_never_load_typer_or_inspect(filled: Path) -> None:
+    """What the quick path is for: the start-up of typer and the app; and of
+    inspect (with ast, dis, tokenize), which dataclasses imports and runs only
+    for a class without a docstring (porcelain/entry.py, and
+    tests/test_layers.py for the docstrings)."""
     code = (
         "import sys\n"
-        "sys.argv = ['hs', 'log', '--oneline']\n"
         "from histstore.porcelain.entry import main\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit as e:\n"
-        "    assert e.code == 0, e.code\n"
+        "for argv in (['log', '--oneline'], ['show', 'turn-0001'], ['status'],\n"
+        "             ['recall', '--everywhere', 'login_user']):\n"
+        "    sys.argv = ['hs', *argv]\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit as e:\n"
+        "        assert e.code == 0, (argv, e.code)\n"
         "assert 'typer' not in sys.modules, 'typer was loaded'\n"
+        "assert 'dis' not in sys.modules, 'inspect was run'\n"
+        "import dataclasses, inspect\n"
+        "assert dataclasses.inspect.signature is inspect.signature  # the real one, once used\n"
     )
     r = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert r.returncode == 0 and r.stderr == "", r.stderr
-    assert len(r.stdout.splitlines()) == 5  # four turns and one forgotten
+    # what each printed: the log (four turns, one forgotten: all five named), the turn
+    # shown, the status, the hit
+    assert sum("turn-000" in line for line in r.stdout.splitlines()[:5]) == 5
+    assert "turn turn-0001" in r.stdout and "sessions:" in r.stdout
+    assert "in the prompt: login_user expiry" in r.stdout
 
 
 def test_json_reaches_a_stdout_that_cannot_encode_it(filled: Path, hs: HS) -> None:

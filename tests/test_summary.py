@@ -215,3 +215,43 @@ def test_a_summary_of_schema_3_gains_its_session_counts_without_a_rebuild(
     _agree(store)  # the triggers count from now on
     with Summary(store) as s:
         assert s._meta(s.current(), "schema") == "4"
+
+
+def test_a_log_unchanged_since_the_summary_matched_it_is_not_read(
+    store: Store, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The summary keeps the refs log's version (inode, size, mtime) from when
+    it last matched it: a reader finding that version needs nothing of the log
+    (its newest entry, an import's, is megabytes at 1M turns); an append or a
+    rewrite is a new version, and the summary is compared and caught up."""
+    import_paths(store, [write_turns(tmp_path / "a.jsonl", [turn_record(1)])])
+    _agree(store)
+    calls: list[int] = []
+    real = type(store.refs).last_op_id
+
+    def counted(self: Any) -> str | None:
+        calls.append(1)
+        return real(self)
+
+    monkeypatch.setattr(type(store.refs), "last_op_id", counted)
+    with Store.open(store.root) as s, Summary(s) as summary:
+        summary.current()
+        assert calls == []  # matched, unchanged since
+    record_turn(store, json.dumps(turn_record(2)))
+    with Store.open(store.root) as s, Summary(s) as summary:
+        summary.current()
+        assert calls and len(summary.counts()["agents"]) == 1
+        assert summary.counts()["turns"] == 2
+    calls.clear()
+    with Store.open(store.root) as s, Summary(s) as summary:
+        summary.current()
+        assert calls == []
+    # the same bytes written again (a new inode): compared again, still matching
+    log = store.refs.log_path
+    data = log.read_bytes()
+    log.unlink()
+    log.write_bytes(data)
+    with Store.open(store.root) as s, Summary(s) as summary:
+        assert summary.counts()["turns"] == 2
+        assert calls
+    _agree(store)

@@ -273,6 +273,8 @@ def _plan(
 
 @dataclass(frozen=True)
 class _Member:
+    """One member of a JSON object as the text spells it: where its key and value lie."""
+
     key: str
     start: int  # the key's opening quote
     value: int  # the value's first character

@@ -190,6 +190,8 @@ def prime(store: Store, session_id: str | None) -> bool:
 
 @dataclass
 class Applied:
+    """What applying one capture did: the import, the lag made good, what was missing."""
+
     report: ImportReport
     lag: Lag
     #: none of the event's transcripts is there (yet)
@@ -217,6 +219,8 @@ def apply_event(store: Store, event: Event, *, fresh: bool = True) -> Applied:
 
 @dataclass
 class Drained:
+    """What a drain of the spool did, in counts and in why it stopped."""
+
     applied: int = 0
     turns_added: int = 0
     turns_revised: int = 0

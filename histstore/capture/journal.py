@@ -63,6 +63,8 @@ def state_dir() -> Path:
 
 @dataclass
 class SpoolEntry:
+    """A hook's payload waiting in the spool, with how often it was tried."""
+
     path: Path
     agent: str
     #: the payload as it came

@@ -120,6 +120,8 @@ def path_text(name: str) -> str:
 
 @dataclass
 class SessionWork:
+    """A session as an import builds it up: its facts and the turns it holds."""
+
     session_id: str
     project: str | None = None
     agent: str | None = None
@@ -131,6 +133,8 @@ class SessionWork:
 
 @dataclass
 class ImportReport:
+    """What an import read, added, revised and skipped, and its operation."""
+
     files: int = 0
     #: files as they were when last imported: not read at all
     files_unchanged: int = 0

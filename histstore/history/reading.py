@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -51,6 +50,8 @@ def parse_since(text: str, now: datetime | None = None) -> str:
 
 @dataclass(frozen=True)
 class LogEntry:
+    """A turn as a listing shows it: its entry and its session."""
+
     entry: TurnEntry
     #: the session, whole (read from the store) or as the summary lists it
     session: Session | SessionInfo
@@ -83,6 +84,8 @@ def check_agent(store: Store, agent: str | None) -> None:
     held = store_agents(store)
     if agent in held:
         return
+    import difflib
+
     names = sorted(held | set(KNOWN_AGENTS))
     close = [n for n in names if n.lower() == agent.lower()] or difflib.get_close_matches(
         agent, names, n=1, cutoff=0.8
@@ -242,6 +245,8 @@ def resolve_session(store: Store, text: str) -> str:
 
 @dataclass(frozen=True)
 class Resolved:
+    """What an id or prefix given on the command line names."""
+
     kind: str  # "turn" | "session" | "object"
     id: str
     session: Session | SessionInfo | None = None

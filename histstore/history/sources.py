@@ -72,6 +72,8 @@ CREATE INDEX IF NOT EXISTS turns_by_seq ON turns(object, seq);
 
 @dataclass(frozen=True)
 class FileState:
+    """A source file as the last import left it: identity, size, time and where to resume."""
+
     path: str
     format: str
     dev: int

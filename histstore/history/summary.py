@@ -120,6 +120,8 @@ class SessionInfo:
 
 @dataclass(frozen=True)
 class Row:
+    """A current turn as the summary lists it, with its session."""
+
     session: SessionInfo
     entry: TurnEntry
 
@@ -217,9 +219,17 @@ class Summary:
                         "the summary is of another schema: the next reader rebuilds it"
                     )
                 self._reset(conn)
+            # the log as it was when the summary last matched it: unchanged
+            # since, nothing to compare (its newest entry can be megabytes)
+            log = fsutil.version(self.store.refs.log_path)
+            built = self._meta(conn, "built") is not None
+            if log is not None and built and self._meta(conn, "log_version") == _text(log):
+                return conn
             want = self.store.refs.last_op_id() or ""
-            if (self._meta(conn, "applied_op") or "") != want or self._meta(conn, "built") is None:
-                self._catch_up(conn, limit)
+            if (self._meta(conn, "applied_op") or "") != want or not built:
+                self._catch_up(conn, limit, log)
+            elif log is not None:
+                self._note_log_version(conn, log)
         except sqlite3.DatabaseError as e:
             # a damaged file is derived data: start it again next time
             self._drop()
@@ -261,11 +271,32 @@ class Summary:
 
     # ----------------------------------------------------------- catching up
 
-    def _catch_up(self, conn: sqlite3.Connection, limit: int | None = None) -> None:
+    def _note_log_version(self, conn: sqlite3.Connection, log: tuple[int, int, int]) -> None:
+        """``log_version``: the refs log's version (inode, size, mtime) when the
+        summary was found to match it. Written only if no other process holds
+        the summary (a reader never waits for this), and not at all where it
+        cannot be (a read-only store: the next reader compares again)."""
+        try:
+            conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                self._set(conn, "log_version", _text(log))
+            finally:
+                conn.execute("PRAGMA busy_timeout = 30000")
+        except sqlite3.OperationalError:
+            pass
+
+    def _catch_up(
+        self,
+        conn: sqlite3.Connection,
+        limit: int | None = None,
+        log: tuple[int, int, int] | None = None,
+    ) -> None:
         """Replay the operations logged since ``applied_op`` in one transaction
         (BEGIN IMMEDIATE serializes catch-ups; the one that waited finds the
         work done); with ``limit``, Unavailable rather than a rebuild or more
-        than ``limit`` operations."""
+        than ``limit`` operations. ``log``: the refs log's version, taken
+        before it was read, recorded with what was replayed (the summary then
+        holds at least what that version of the log holds)."""
         conn.execute("BEGIN IMMEDIATE")
         try:
             applied = self._meta(conn, "applied_op")
@@ -285,6 +316,10 @@ class Summary:
                             self._move(conn, c.ref[len(SESSION_PREFIX) :], c.old, c.new)
                     self._set(conn, "applied_op", op.op)
                     self._bump(conn, 1)
+            if log is not None:
+                self._set(conn, "log_version", _text(log))
+            else:
+                conn.execute("DELETE FROM meta WHERE key = 'log_version'")
             conn.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
@@ -542,6 +577,11 @@ class Summary:
             "agents": {str(k): int(v) for k, v in agents.items()},
             "operations": int(self._meta(conn, "operations") or "0"),
         }
+
+
+def _text(version: tuple[int, int, int]) -> str:
+    """A file version (histstore.store.fsutil.version) as ``meta`` holds it."""
+    return " ".join(map(str, version))
 
 
 def _row(r: tuple[Any, ...]) -> Row:

@@ -29,6 +29,8 @@ class Env:
 
 @dataclass(frozen=True)
 class Tool:
+    """An MCP tool: its name, description, input schema and the function it runs."""
+
     name: str
     title: str
     description: str

@@ -33,6 +33,8 @@ from histstore.store.store import Store
 
 @dataclass(frozen=True)
 class PromptPart:
+    """A piece of the memory prompt: what it is, where it came from, its text."""
+
     what: str  # "identity", "model note", "index"
     scope: str
     file: str
@@ -92,6 +94,8 @@ def prompt(store: Store, model: str, dirs: list[MemoryDir]) -> list[PromptPart]:
 
 @dataclass(frozen=True)
 class NoteHit:
+    """A memory note a recall found, with how many of the query's terms it holds."""
+
     scope: Scope
     file: str
     name: str
@@ -161,6 +165,8 @@ def search_notes(
 
 @dataclass(frozen=True)
 class ListedNote:
+    """A memory note as a listing shows it, with the rules it breaks."""
+
     scope: Scope
     file: str
     type: str

@@ -147,6 +147,8 @@ def split_name_rev(text: str) -> tuple[str, str | None]:
 
 @dataclass(frozen=True)
 class Change:
+    """A file added, modified or removed between two memory trees."""
+
     file: str
     status: str  # "added" | "modified" | "removed"
     old: str | None

@@ -142,6 +142,8 @@ SLUG_WORDS = 6
 
 @dataclass(frozen=True)
 class Proposal:
+    """A memory note proposed from recorded turns: its fields, text and index line."""
+
     type: str
     slug: str
     name: str

@@ -49,6 +49,8 @@ FILE_KINDS = ("write", "restore")
 
 @dataclass(frozen=True)
 class Scope:
+    """A memory scope: the system one or one per project key."""
+
     id: str  # "system" or "p-<16 hex>"
     project: str | None  # the project key, None for the system scope
 
@@ -91,6 +93,8 @@ def index_warn_tokens(store: Store) -> int:
 
 @dataclass(frozen=True)
 class MemoryDir:
+    """The memory directory of a scope, and where that choice came from."""
+
     scope: Scope
     path: Path  # resolved
     source: str  # "--memory-dir", "MEMORY_DIR", "config"

@@ -273,6 +273,8 @@ _CUE_WORDS = frozenset(
 
 @dataclass
 class _Hit:
+    """A statement found in an asked text: what kind, where, and its parts."""
+
     kind: str
     type: str
     start: int  # the quote, in the asked text

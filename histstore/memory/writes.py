@@ -49,6 +49,8 @@ from histstore.store.store import Store
 
 @dataclass(frozen=True)
 class Duplicate:
+    """A note already there that a new one would repeat, and why it looks so."""
+
     file: str
     name: str
     description: str
@@ -65,6 +67,8 @@ class Duplicate:
 
 @dataclass
 class WritePlan:
+    """A checked memory write before it happens: the note and the index change."""
+
     mdir: MemoryDir
     file: str
     path: Path
@@ -355,6 +359,8 @@ def _find_in_dir(directory: Path, files: dict[str, str], name: str) -> str:
 
 @dataclass
 class WriteResult:
+    """A memory write done: the file, its revision and operation."""
+
     file: str
     path: Path
     operation: Operation | None

@@ -54,6 +54,8 @@ from histstore.store.store import Store
 
 @dataclass(frozen=True)
 class Target:
+    """What a forget is about: a session, a turn or a memory note."""
+
     kind: str  # "session" | "turn" | "memory"
     id: str
     session: str
@@ -284,6 +286,8 @@ def check_confirmation(target: Target, confirm: str | None) -> None:
 
 @dataclass
 class ForgetResult:
+    """A forget or unforget done: its marker, operation and index generation."""
+
     target: Target
     marker: Marker
     marker_id: str
@@ -462,6 +466,8 @@ def unforget(
 
 @dataclass(frozen=True)
 class Forgotten:
+    """An active marker as ``hs forgotten`` lists it."""
+
     marker: Marker
     marker_id: str
     hides: int  # turns of the store it hides (0: stale, the target is not in the store)

@@ -62,6 +62,8 @@ FACTOR = 2
 
 @dataclass(frozen=True)
 class Settings:
+    """The ``[gc]`` settings: retention, grace and the automatic threshold."""
+
     retention_days: int = RETENTION_DAYS
     grace_seconds: int = GRACE_SECONDS
     auto_loose: int = AUTO_LOOSE
@@ -90,6 +92,8 @@ class Settings:
 
 @dataclass
 class GcReport:
+    """What a gc freed, packed and kept (or would, on a dry run)."""
+
     dry_run: bool
     objects_before: int = 0
     reachable: int = 0

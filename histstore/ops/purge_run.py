@@ -111,6 +111,8 @@ class Plan:
 
 @dataclass
 class Report:
+    """What a purge removed and rewrote, and what followed it."""
+
     plan: Plan
     entry: PurgeEntry | None = None
     operation: Operation | None = None

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Answer:
+    """A recall's answer: the turns found and the memory notes matching."""
+
     text: str  # the query as asked
     result: RecallResult
     notes: list[NoteHit]

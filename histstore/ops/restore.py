@@ -50,6 +50,8 @@ from histstore.store.store import Store
 
 @dataclass
 class PlannedFile:
+    """A transcript file a restore would write, and how it stands now."""
+
     path: Path
     file: TranscriptFile
     #: ``new`` (to write), ``same`` (there, unchanged) or ``differs``
@@ -58,6 +60,8 @@ class PlannedFile:
 
 @dataclass
 class RestorePlan:
+    """What a restore would write into an agent's folder."""
+
     transcript: Transcript
     #: the agent's folder written into
     root: Path

@@ -69,6 +69,8 @@ ENTRIES = (
 
 @dataclass
 class UpgradeReport:
+    """What an upgrade rewrote, counted by kind."""
+
     already: bool = False
     objects: int = 0  # objects rewritten
     turns: int = 0

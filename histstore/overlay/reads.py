@@ -25,7 +25,6 @@ from histstore.history.reading import (
     resolve,
     subagent_links,
 )
-from histstore.history.sources import Sources
 from histstore.history.summary import SessionInfo, open_summary
 from histstore.overlay.markers import Marker, Overlay
 from histstore.overlay.visibility import View, Visibility
@@ -134,6 +133,8 @@ def show(store: Store, ident: str, *, show_all: bool = False) -> Shown:
         item = _item(store, vis, View.SHOW, e, show_all)
         shown = Shown("turn", r.id, item.withheld, r.session, r.entry, item.turn)
         if item.turn is not None:
+            from histstore.history.sources import Sources
+
             sources = Sources(store)
             shown.source = sources.of(r.entry.object)
             sources.close()

@@ -89,6 +89,8 @@ class TranscriptFile:
 
 @dataclass
 class Transcript:
+    """A session written back in its agent's own format, file by file."""
+
     session_id: str  # the id the files carry (a new one with as_new)
     stored_id: str  # the session's id in the store
     agent: str

@@ -71,6 +71,8 @@ def phrase_count(term: tuple[str, ...], toks: list[str]) -> int:
 
 @dataclass
 class _Doc:
+    """A turn the scan matched, with its terms' counts per field."""
+
     session_id: str
     turn_id: str
     object_id: str
@@ -82,6 +84,8 @@ class _Doc:
 
 @dataclass
 class ScanResult:
+    """The scan's ranking, and whether older turns match outside the days."""
+
     #: (score, session id, turn id, object id, field), best first, newest first among equals
     ranked: list[tuple[float, str, str, str, str]]
     #: whether turns in scope match outside the days window

@@ -34,6 +34,8 @@ ORPHAN_AGE = 3600
 
 @dataclass(frozen=True)
 class Finding:
+    """One thing fsck found: an error or a warning, and what it is about."""
+
     severity: str  # "error" | "warning"
     check: str
     message: str

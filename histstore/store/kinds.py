@@ -62,6 +62,8 @@ class Object:
 
 @dataclass(frozen=True)
 class Blob(Object):
+    """Bytes as stored: a tool output, a memory note, anything a turn or tree names."""
+
     KIND: ClassVar[str] = "blob"
     data: bytes
 

@@ -61,6 +61,8 @@ STALE = 600.0
 
 @dataclass(frozen=True)
 class Owner:
+    """A lock's owner record: which process on which host, since when."""
+
     pid: int
     host: str
     time: str  # when it last refreshed the record

@@ -26,6 +26,8 @@ from histstore.store.codec import canonical_json
 
 @dataclass(frozen=True)
 class RefChange:
+    """One ref moved by an operation: from ``old`` to ``new`` (None: absent)."""
+
     ref: str
     old: str | None
     new: str | None
@@ -36,6 +38,8 @@ class RefChange:
 
 @dataclass
 class Operation:
+    """One entry of the refs log: every ref change of one command, its time and parent."""
+
     op: str
     time: str
     command: str
@@ -81,6 +85,8 @@ def one_line(text: str, limit: int = 1000) -> str:
 
 @dataclass
 class LogLine:
+    """A line of the refs log as read: its entry, or why it is none."""
+
     lineno: int
     op: Operation | None
     error: str | None = None

@@ -47,6 +47,8 @@ DICT_MIN_OBJECTS = 64
 
 @dataclass(frozen=True)
 class Written:
+    """A pack a repack wrote: its name, objects and bytes."""
+
     name: str  # pack-<40 hex>
     objects: int
     bytes: int

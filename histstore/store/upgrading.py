@@ -27,7 +27,6 @@ import bisect
 import contextlib
 import json
 import os
-import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -97,6 +96,8 @@ def remove_leftovers(root: Path) -> None:
 
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
+        import shutil
+
         shutil.rmtree(path)
     else:
         with contextlib.suppress(FileNotFoundError):

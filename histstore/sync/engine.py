@@ -98,6 +98,8 @@ def _copier(
 
 @dataclass
 class SyncReport:
+    """What a sync sent, received, merged and left, per direction."""
+
     remote: str
     path: str
     direction: str  # "push" | "pull" | "sync"
@@ -189,6 +191,8 @@ def both_locked(a: Store, b: Store) -> Iterator[None]:
 
 @dataclass
 class _Plan:
+    """Both sides' synced refs and the names whose values differ."""
+
     local: dict[str, str]
     remote: dict[str, str]
     differ: list[str]

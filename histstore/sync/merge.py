@@ -197,6 +197,8 @@ def merge_markers(objs: Objects, a: str, b: str) -> str:
 
 @dataclass(frozen=True)
 class MemoryConflict:
+    """A memory file both sides changed differently, with both versions."""
+
     scope: str
     file: str
     versions: list[str]

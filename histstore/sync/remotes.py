@@ -25,6 +25,8 @@ TRACKING = "remotes/"
 
 @dataclass(frozen=True)
 class Remote:
+    """A remote: its name and the store's path."""
+
     name: str
     path: Path
 

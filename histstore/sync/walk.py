@@ -61,6 +61,8 @@ class _Presence:
 
 @dataclass
 class Moved:
+    """Objects and bytes copied one way."""
+
     objects: int = 0
     bytes: int = 0
 

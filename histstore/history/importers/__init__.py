@@ -29,6 +29,8 @@ PROGRESS_STEP = 1 << 20  # report at most once per MiB read
 
 @dataclass(frozen=True)
 class Problem:
+    """A line an importer could not read, and why."""
+
     file: str
     line: int
     message: str
@@ -39,6 +41,8 @@ class Problem:
 
 @dataclass(frozen=True)
 class SessionMeta:
+    """What a session file says about its session besides its turns."""
+
     session_id: str
     title: str | None = None
     project: str | None = None

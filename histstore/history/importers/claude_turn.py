@@ -214,6 +214,8 @@ def _error_text(value: Any) -> str:
 
 @dataclass
 class Line:
+    """A record of a Claude Code transcript: its line, its text and what it parsed to."""
+
     lineno: int
     text: str
     obj: dict[str, Any]
@@ -236,6 +238,8 @@ class Group:
 
 @dataclass
 class _AssistantMsg:
+    """The text blocks of one assistant message, and whether it was an error."""
+
     texts: list[str] = field(default_factory=list)
     error: bool = False
 

@@ -368,6 +368,8 @@ def _mentions(path: pathlib.Path, needle: bytes, start: int = 0) -> bool:
 
 @dataclass
 class _Line:
+    """A line of a Codex rollout: its text, what it parsed to and its time."""
+
     lineno: int
     text: str
     obj: dict[str, Any] | None  # None: not a usable record (kept in raw only)
