@@ -13,24 +13,31 @@ from typing import Any
 
 
 def dataclasses_without_inspect() -> None:
-    """Import dataclasses with a stand-in for inspect, which dataclasses needs
-    only for a class without a docstring (none in hs) and which costs, with
-    the ast, dis and tokenize it imports, ~10 ms of a quick command's start-up.
-    The stand-in imports the real module on its first attribute lookup and
-    hands that over; no other module ever sees it."""
-    if "dataclasses" in sys.modules or "inspect" in sys.modules:
+    """Import dataclasses with a stand-in for inspect, which dataclasses of
+    Python 3.11 uses only for a class without a docstring (none in hs) and
+    which costs, with the ast, dis and tokenize it imports, ~10 ms of a quick
+    command's start-up. The stand-in imports the real module on its first
+    attribute lookup and hands that over; no other module ever sees it.
+    (From 3.12 dataclasses calls inspect for every class: nothing to gain.)"""
+    if sys.version_info >= (3, 12) or "dataclasses" in sys.modules or "inspect" in sys.modules:
         return
     stand_in = types.ModuleType("inspect")
+    users: list[types.ModuleType] = []
 
     def real(name: str) -> Any:
+        if sys.modules.get("inspect") is stand_in:
+            del sys.modules["inspect"]  # asked while dataclasses is being imported
         module = importlib.import_module("inspect")
-        sys.modules["dataclasses"].inspect = module  # type: ignore[attr-defined]
+        for user in users:
+            user.inspect = module  # type: ignore[attr-defined]
         return getattr(module, name)
 
     stand_in.__getattr__ = real  # type: ignore[method-assign]
     sys.modules["inspect"] = stand_in
     try:
-        import dataclasses  # noqa: F401
+        import dataclasses
+
+        users.append(dataclasses)
     finally:
         if sys.modules.get("inspect") is stand_in:
             del sys.modules["inspect"]

@@ -54,9 +54,13 @@ def test_every_merge_of_the_library_is_made_by_merge3(
     reach histstore.store.merge.merge3: a spy put where each module looks the
     helper up sees a call from every one of them."""
     callers: set[str] = set()
+    picked: set[str] = set()  # what _pick merged: turn entries and fields
 
     def spy(ours: Any, theirs: Any, base: Any, resolve: Any) -> tuple[Any, bool]:
-        callers.add(sys._getframe(1).f_code.co_qualname)
+        caller = sys._getframe(1).f_code.co_qualname
+        callers.add(caller)
+        if caller == "_pick":
+            picked.add(type(ours if ours is not None else theirs).__name__)
         return merge.merge3(ours, theirs, base, resolve)
 
     for module in (sync_merge, memory_folders, memory_index):
@@ -106,3 +110,6 @@ def test_every_merge_of_the_library_is_made_by_merge3(
         "merge_index.<locals>.pick",
         "_merge_folder",
     } <= callers, callers
+    # the session merge took both its turns and its fields through it (markers
+    # merge as a join of their heads, sync/merge.py: no base, no three-way)
+    assert {"TurnEntry", "str"} <= picked, picked

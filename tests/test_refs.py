@@ -11,7 +11,7 @@ from histstore.errors import BadInput, Conflict, CorruptStore
 from histstore.store import oplog
 from histstore.store.codec import hash_object
 from histstore.store.oplog import RefChange, one_line
-from histstore.store.refs import RefStore, check_component, check_ref_name
+from histstore.store.refs import PACKED_HEADER, RefStore, check_component, check_ref_name
 
 A = hash_object("blob", b"a")
 B = hash_object("blob", b"b")
@@ -303,6 +303,30 @@ def test_any_under_and_list_refs_by_prefix_over_many_packed_refs(tmp_path: Path)
     (tmp_path / "packed-refs").write_text("garbage\n")
     with pytest.raises(CorruptStore):
         refs.any_under("overlay")
+
+
+def test_any_under_over_packed_refs_sees_only_its_own_namespace(tmp_path: Path) -> None:
+    """The bisection stops at the first name at or after ``<ns>/``: names that
+    sort just before or after it (``overlay-x/``, ``overlay0/``) are another
+    namespace, and a damaged line where it stops is left to a search of every
+    byte (which still finds a real ref)."""
+    refs = RefStore(tmp_path)
+    data = (
+        PACKED_HEADER
+        + b"\n"
+        + b"".join(
+            f"{A} {name}\n".encode() for name in ("memory/m", "overlay-x/a", "overlay0/b", "zz/c")
+        )
+    )
+    (tmp_path / "packed-refs").write_bytes(data)
+    assert refs.any_under("overlay") is False
+    assert refs.any_under("overlay-x") is True and refs.any_under("zz") is True
+    assert refs.any_under("zzz") is False and refs.any_under("a") is False
+    line = f"{A} overlay0/b\n".encode()
+    (tmp_path / "packed-refs").write_bytes(
+        data.replace(line, b"damaged overlay0/b\n" + f"{A} overlay/real\n".encode())
+    )
+    assert RefStore(tmp_path).any_under("overlay") is True
 
 
 def test_packing_moves_every_loose_ref_into_one_file_and_changes_no_value(

@@ -4,6 +4,7 @@ reading every session (histstore/history/summary.py)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from histstore.history.project import project_key
 from histstore.history.summary import Summary
 from histstore.ops.importing import import_paths, record_turn
 from histstore.ops.undo import undo
+from histstore.store.oplog import RefChange
 from histstore.store.store import Store
 
 
@@ -237,21 +239,65 @@ def test_a_log_unchanged_since_the_summary_matched_it_is_not_read(
     with Store.open(store.root) as s, Summary(s) as summary:
         summary.current()
         assert calls == []  # matched, unchanged since
-    record_turn(store, json.dumps(turn_record(2)))
+    # an operation the summary never saw (no session moved: nothing to replay)
+    with store.lock():
+        blob = store.objects.put("blob", b"x")
+        store.refs.apply([RefChange("heads/test", None, blob)], "test")
+    calls.clear()
     with Store.open(store.root) as s, Summary(s) as summary:
         summary.current()
-        assert calls and len(summary.counts()["agents"]) == 1
-        assert summary.counts()["turns"] == 2
+        assert calls  # the log grew: compared, and caught up
+        assert summary.counts()["operations"] == len(store.operations())
     calls.clear()
     with Store.open(store.root) as s, Summary(s) as summary:
         summary.current()
         assert calls == []
-    # the same bytes written again (a new inode): compared again, still matching
+    # the same bytes put in its place (another inode, another mtime, as
+    # atomic_write does): compared again, still matching
     log = store.refs.log_path
-    data = log.read_bytes()
-    log.unlink()
-    log.write_bytes(data)
+    tmp = log.with_name("refs.log.tmp")
+    tmp.write_bytes(log.read_bytes())
+    st = log.stat()
+    os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    os.replace(tmp, log)
     with Store.open(store.root) as s, Summary(s) as summary:
-        assert summary.counts()["turns"] == 2
+        assert summary.counts()["turns"] == 1
         assert calls
     _agree(store)
+
+
+def test_a_rebuild_never_counts_an_operation_still_moving_its_refs(
+    store: Store, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """An operation is logged, then its refs move, then ``refs.applied`` names
+    it. A summary rebuilt in between (from the refs as they are) reflects the
+    operation before it, so the next reader replays it once it is done."""
+    import pytest
+
+    from histstore.store.refs import RefStore
+
+    import_paths(store, [write_turns(tmp_path / "a.jsonl", [turn_record(1)])])
+    before = store.refs.applied()
+    real = RefStore._apply_changes
+
+    def crash(self: Any, *a: Any, **k: Any) -> None:
+        raise KeyboardInterrupt  # killed once the operation is logged
+
+    monkeypatch.setattr(RefStore, "_apply_changes", crash)
+    with pytest.raises(KeyboardInterrupt):
+        record_turn(store, json.dumps(turn_record(2, session_id="s-new")))
+    monkeypatch.setattr(RefStore, "_apply_changes", real)
+    logged = store.refs.last_op_id()
+    assert logged != before and store.refs.applied() == before
+    Summary(store).remove()
+    with Store.open(store.root) as s, Summary(s) as summary:
+        conn = summary.current()  # rebuilt from the refs, the new turn not among them
+        assert summary._meta(conn, "applied_op") == before
+        assert summary._meta(conn, "log_version") is None
+    with Store.open(store.root) as s, s.lock():
+        s.refs.recover()  # (taking the lock rolls it forward already)
+        assert s.refs.applied() == logged  # the operation completed
+    _agree(store)
+    with Summary(store) as summary:
+        assert summary.counts()["turns"] == 2
+        assert summary.counts()["operations"] == len(store.operations())

@@ -14,8 +14,9 @@ the one before it (a delta) costs the turns it adds; any other move (an undo,
 a merge, a sync) re-reads that session. One transaction per catch-up
 (SQLite's ``BEGIN IMMEDIATE``: one writer at a time), so a reader sees it
 before or after, never half.
-Readers catch it up when it is behind (two ids compared: cheap); when it
-cannot be written (a read-only store) they read the sessions as before.
+Readers catch it up when it is behind (the refs log's version compared with
+the one it last matched, then two ids: cheap); when it cannot be written (a
+read-only store) or another process is writing it, they read the sessions.
 """
 
 from __future__ import annotations
@@ -31,79 +32,20 @@ from typing import Any
 
 from histstore.errors import CorruptObject, CorruptStore, HistError, NotFound
 from histstore.history.project import project_key
+from histstore.history.summary_schema import (
+    DDL,
+    PROJECT_DDL,
+    SCHEMA,
+    TABLES,
+    TOTALS_DDL,
+    TOTALS_FILL,
+)
 from histstore.store import fsutil
 from histstore.store.kinds import Session, SessionRev, TurnEntry, ordered, parse
 from histstore.store.oplog import Operation
 from histstore.store.store import SESSION_PREFIX, Store
 
-SCHEMA = "4"
 NAME = "summary.sqlite"
-
-BASE_DDL = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE session (
-    session_id TEXT PRIMARY KEY,
-    rev TEXT NOT NULL,
-    project TEXT NOT NULL,
-    pkey TEXT NOT NULL,
-    agent TEXT NOT NULL,
-    title TEXT,
-    turns INTEGER NOT NULL
-);
-CREATE TABLE turn (
-    session_id TEXT NOT NULL,
-    turn_id TEXT NOT NULL,
-    object TEXT NOT NULL,
-    asked_at TEXT NOT NULL,
-    project TEXT NOT NULL,
-    pkey TEXT NOT NULL,
-    subagent TEXT,
-    own TEXT,
-    PRIMARY KEY (session_id, turn_id)
-) WITHOUT ROWID;
-CREATE INDEX turn_time ON turn (asked_at, turn_id);
-CREATE INDEX turn_id ON turn (turn_id);
-CREATE INDEX turn_pkey ON turn (pkey, asked_at);
-CREATE INDEX turn_project ON turn (project, asked_at);
-"""
-#: schema 3: current turns per project key, kept as turn rows come and go
-PROJECT_DDL = """
-CREATE TABLE project (pkey TEXT PRIMARY KEY, turns INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TRIGGER turn_added AFTER INSERT ON turn BEGIN
-    INSERT INTO project VALUES (new.pkey, 1)
-        ON CONFLICT (pkey) DO UPDATE SET turns = turns + 1;
-END;
-CREATE TRIGGER turn_removed AFTER DELETE ON turn BEGIN
-    UPDATE project SET turns = turns - 1 WHERE pkey = old.pkey;
-END;
-"""
-#: schema 4: sessions and turns per agent, sessions per project key, kept as
-#: session rows come and go (a session row is only ever inserted, replaced
-#: or deleted), so ``hs status`` counts without reading every session
-TOTALS_DDL = """
-CREATE TABLE agent (
-    agent TEXT PRIMARY KEY, sessions INTEGER NOT NULL, turns INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE session_pkey (pkey TEXT PRIMARY KEY, sessions INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TRIGGER session_added AFTER INSERT ON session BEGIN
-    INSERT INTO agent VALUES (new.agent, 1, new.turns)
-        ON CONFLICT (agent) DO UPDATE SET sessions = sessions + 1, turns = turns + new.turns;
-    INSERT INTO session_pkey VALUES (new.pkey, 1)
-        ON CONFLICT (pkey) DO UPDATE SET sessions = sessions + 1;
-END;
-CREATE TRIGGER session_removed AFTER DELETE ON session BEGIN
-    UPDATE agent SET sessions = sessions - 1, turns = turns - old.turns
-        WHERE agent = old.agent;
-    UPDATE session_pkey SET sessions = sessions - 1 WHERE pkey = old.pkey;
-END;
-"""
-#: the counts of schema 4 made from the session table as it is
-TOTALS_FILL = """
-INSERT INTO agent SELECT agent, count(*), sum(turns) FROM session GROUP BY agent;
-INSERT INTO session_pkey SELECT pkey, count(*) FROM session GROUP BY pkey;
-"""
-DDL = BASE_DDL + PROJECT_DDL + TOTALS_DDL
-TABLES = ("turn", "session", "meta", "project", "agent", "session_pkey")
 
 
 @dataclass(frozen=True)
@@ -227,9 +169,18 @@ class Summary:
                 return conn
             want = self.store.refs.last_op_id() or ""
             if (self._meta(conn, "applied_op") or "") != want or not built:
-                self._catch_up(conn, limit, log)
+                self._catch_up(conn, limit, log, want)
             elif log is not None:
                 self._note_log_version(conn, log)
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) and "busy" not in str(e):
+                self._drop()
+                raise Unavailable(
+                    f"the summary was damaged ({e}); it is rebuilt next time"
+                ) from None
+            # another process holds it (a rebuild at 1M turns takes a minute):
+            # read the sessions this time, and leave its work alone
+            raise Unavailable(f"the summary is being written by another process ({e})") from None
         except sqlite3.DatabaseError as e:
             # a damaged file is derived data: start it again next time
             self._drop()
@@ -290,13 +241,16 @@ class Summary:
         conn: sqlite3.Connection,
         limit: int | None = None,
         log: tuple[int, int, int] | None = None,
+        want: str | None = None,
     ) -> None:
         """Replay the operations logged since ``applied_op`` in one transaction
         (BEGIN IMMEDIATE serializes catch-ups; the one that waited finds the
         work done); with ``limit``, Unavailable rather than a rebuild or more
         than ``limit`` operations. ``log``: the refs log's version, taken
-        before it was read, recorded with what was replayed (the summary then
-        holds at least what that version of the log holds)."""
+        before it was read, and ``want``: that version's newest operation;
+        the version is recorded only when the summary ends at that very
+        operation (a rebuild that met an operation still moving its refs
+        ends before it, and the next reader must compare again)."""
         conn.execute("BEGIN IMMEDIATE")
         try:
             applied = self._meta(conn, "applied_op")
@@ -316,7 +270,7 @@ class Summary:
                             self._move(conn, c.ref[len(SESSION_PREFIX) :], c.old, c.new)
                     self._set(conn, "applied_op", op.op)
                     self._bump(conn, 1)
-            if log is not None:
+            if log is not None and want is not None and self._meta(conn, "applied_op") == want:
                 self._set(conn, "log_version", _text(log))
             else:
                 conn.execute("DELETE FROM meta WHERE key = 'log_version'")
@@ -346,16 +300,25 @@ class Summary:
         self._set(conn, "operations", str(have + n))
 
     def _rebuild(self, conn: sqlite3.Connection) -> None:
+        """The summary made again from the session refs. It reflects the last
+        operation whose refs were all moved (``refs.applied``, read before
+        the refs): one logged but still moving its refs is replayed by the
+        next catch-up, not taken as done over refs it has not moved yet."""
         conn.execute("DELETE FROM turn")
         conn.execute("DELETE FROM session")
+        applied = self.store.refs.applied()
         last = None
-        count = 0
+        count = upto = 0
         for line in self.store.refs.read_log():
             if line.op is not None:
                 last = line.op.op
                 count += 1
+                if last == applied:
+                    upto = count
         for sid, rev in self.store.session_refs().items():
             self._put_session(conn, sid, rev)
+        if upto:  # the operations after it are the next catch-up's to count
+            last, count = applied, upto
         self._set(conn, "applied_op", last or "")
         self._set(conn, "operations", str(count))
         self._set(conn, "built", "1")

@@ -162,10 +162,11 @@ NOT_READ: Any = object()
 
 
 def long_last_line(log_path: Path) -> tuple[bytes, str] | None:
-    """:func:`_long_last_line`, None as well when there is no log."""
+    """:func:`_long_last_line`, None as well when there is no log or it cannot
+    be mapped (a filesystem without mmap: the line is then parsed)."""
     try:
         return _long_last_line(log_path)
-    except FileNotFoundError:
+    except (OSError, ValueError):
         return None
 
 

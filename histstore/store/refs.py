@@ -35,6 +35,7 @@ from histstore.store.codec import canonical_json, is_object_id
 from histstore.store.fsutil import append_line, atomic_write, fsync_dir, version
 from histstore.store.kinds import TURN_SEPARATOR
 from histstore.store.oplog import (
+    LONG_LINE,
     LogLine,
     Operation,
     RefChange,
@@ -336,16 +337,24 @@ class RefStore:
         except (FileNotFoundError, NotADirectoryError):
             pass
         # packed-refs holds every ref of a bulk-written store (44k lines at 1M
-        # turns: ~70 ms to parse): one search of its bytes (kept per version of
-        # the file) instead (names hold no space, so " <namespace>/" starts a name)
+        # turns: ~70 ms to parse): its bytes (kept per version of the file) are
+        # sorted by name, so the first name at or after "<namespace>/" is found
+        # by bisection; a damaged line met on the way, or found there, leaves
+        # it to a search of every byte (names hold no space, so " <namespace>/"
+        # starts a name)
         got = self._packed_bytes()
         if got is None:
             return False
         data, want = got[1], f"{namespace}/".encode("ascii")
         lo = self._bisect(data, len(PACKED_HEADER) + 1, want, lambda name: name < want)
-        if lo is None:  # a damaged line on the way: every byte searched
-            return b" " + want in data
-        return data.startswith(want, lo + 65)
+        if lo is not None and lo < len(data):
+            stop = data.find(b"\n", lo)
+            stop = len(data) if stop < 0 else stop
+            if _PACKED_LINE.fullmatch(data, lo, stop):
+                return data.startswith(want, lo + 65)
+        elif lo is not None:
+            return False  # every name sorts before it
+        return b" " + want in data
 
     def _write_packed(self, updates: dict[str, str | None]) -> None:
         """``packed-refs`` with ``updates`` applied (None deletes), written whole
@@ -446,9 +455,12 @@ class RefStore:
     def _long_last(self, key: tuple[int, int, int]) -> tuple[bytes, str] | None:
         """histstore.store.oplog.long_last_line, read once per version of the
         log (an import's entry is megabytes, and a read asks for its id two
-        or three times and for its brief once)."""
+        or three times and for its brief once). Only the line's end is kept
+        (what follows its changes is all a brief reads; a long-lived process
+        keeps no megabytes)."""
         if self._long is None or self._long[0] != key:
-            self._long = (key, long_last_line(self.log_path))
+            got = long_last_line(self.log_path)
+            self._long = (key, None if got is None else (got[0][-LONG_LINE:], got[1]))
         return self._long[1]
 
     def newest_brief(self) -> dict[str, Any] | None:
