@@ -100,6 +100,38 @@ def test_gc_packs_loose_objects_and_every_read_is_the_same(
     _clean(store_path)
 
 
+def test_full_writes_its_pack_harder_than_a_daily_gc(
+    hs: HS, store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daily gc compresses at repack.LEVEL with the usual dictionary;
+    --full (every pack rewritten) at repack.FULL_LEVEL with a dictionary of
+    up to repack.FULL_DICT_SIZE, and what it wrote reads back the same."""
+    from histstore.store import repack
+
+    asked: list[dict[str, Any]] = []
+    real = repack.write_pack
+
+    def spy(*a: Any, **k: Any) -> Any:
+        asked.append({n: k[n] for n in ("level", "dict_size")})
+        return real(*a, **k)
+
+    monkeypatch.setattr(repack, "write_pack", spy)
+    hs("init")
+    for i in range(1, 5):
+        assert hs("record", input=json.dumps(turn_record(i))).exit_code == 0
+    before = _log(hs)
+    assert hs("gc").exit_code == 0
+    assert hs("record", input=json.dumps(turn_record(5))).exit_code == 0
+    assert hs("gc", "--full").exit_code == 0
+    assert asked == [
+        {"level": repack.LEVEL, "dict_size": repack.DICT_SIZE},
+        {"level": repack.FULL_LEVEL, "dict_size": repack.FULL_DICT_SIZE},
+    ]
+    assert repack.FULL_LEVEL > repack.LEVEL and repack.FULL_DICT_SIZE > repack.DICT_SIZE
+    assert _log(hs)[1:] == before
+    _clean(store_path)
+
+
 def test_unreachable_objects_go_once_past_the_grace_period(hs: HS, store_path: Path) -> None:
     hs("init")
     hs("record", input=json.dumps(turn_record(1)))

@@ -394,7 +394,7 @@ def gc(
             # objects may be missing
             window = now - timedelta(days=settings.retention_days)
             store.set_gc_horizon(window.strftime("%Y-%m-%dT%H:%M:%S.000Z"))
-        _swap(store, objects, p, report, step, progress)
+        _swap(store, objects, p, report, step, progress, thorough=full)
         if step:
             step("index")
         index_dir = store.root / "index"
@@ -451,10 +451,12 @@ def _swap(
     progress: Progress | None,
     *,
     force: bool = False,
+    thorough: bool = False,
 ) -> None:
     """The new pack and the multi-pack index durable, then what they replace
     removed. ``force`` (hs purge): nothing replaced is spared for having been
-    freshened since the plan — what a purge removes must go."""
+    freshened since the plan — what a purge removes must go. ``thorough``
+    (``--full``): the new pack compressed as small as repack.FULL_LEVEL makes it."""
     total = len(p.keep)
     done = 0
 
@@ -466,7 +468,12 @@ def _swap(
 
     if step:
         step("pack")
-    written = repack.write_pack(objects, p.keep, progress=tick) if p.keep else None
+    how = (
+        {"level": repack.FULL_LEVEL, "dict_size": repack.FULL_DICT_SIZE}
+        if thorough
+        else {"level": repack.LEVEL, "dict_size": repack.DICT_SIZE}
+    )
+    written = repack.write_pack(objects, p.keep, progress=tick, **how) if p.keep else None
     new = [q for q in objects.packs() if written is not None and q.name == written.name]
     if step:
         step("midx")
