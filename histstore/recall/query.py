@@ -10,6 +10,7 @@ text around the first match, read from the stored turn.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import unicodedata
@@ -68,9 +69,12 @@ _MAYBE_LONG = TOKEN_MAX // 4
 def tokens(text: str) -> list[str]:
     """Tokens as the index's analyzer makes them: runs of letters and digits,
     case and accents folded, those of 40 bytes or more dropped."""
-    toks: list[str] = _TOKEN.findall(fold(text))
-    if any(len(t) >= _MAYBE_LONG for t in toks):
-        toks = [t for t in toks if len(t) < _MAYBE_LONG or len(t.encode("utf-8")) < TOKEN_MAX]
+    folded = fold(text)
+    toks: list[str] = _TOKEN.findall(folded)
+    # (in C where it can be: the scan asks this of every turn's every field)
+    if max(map(len, toks), default=0) >= _MAYBE_LONG:
+        sizes = map(len, toks if folded.isascii() else map(str.encode, toks))  # bytes
+        toks = list(itertools.compress(toks, map(TOKEN_MAX.__gt__, sizes)))
     return toks
 
 
