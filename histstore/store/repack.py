@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,14 +45,18 @@ SAMPLE_BYTES = 16 << 20
 SAMPLES = 20_000
 #: below this many objects a pack gets no dictionary (not worth its own bytes)
 DICT_MIN_OBJECTS = 64
+#: objects read, then compressed side by side, then written, at a time
+BATCH = 1000
+#: threads compressing them (each frame is independent of the others)
+THREADS = min(4, os.cpu_count() or 1)
 #: what ``hs gc`` writes with: fast enough for a daily run
 LEVEL = 9
 #: what ``hs gc --full`` (which rewrites every pack) writes with, as git's
 #: ``gc --aggressive`` spends time for space: zstd's optimal parser (16 is its
 #: first level) and a dictionary of up to 256 KiB (a 64th of the sample, at
 #: least DICT_SIZE: a larger one only pays over many objects). Measured on
-#: the synthetic 100k corpus: 9% smaller than level 9 with 110 KiB; on the
-#: real samples 1-2%; ~5x the time to compress
+#: the synthetic 100k corpus: 9% smaller than level 9 with 110 KiB, 31 s
+#: against 14 s on two cores; on the real samples 1-2% smaller
 FULL_LEVEL = 16
 FULL_DICT_SIZE = 256 * 1024
 
@@ -74,6 +80,24 @@ def train(samples: Sequence[bytes], size: int = DICT_SIZE) -> bytes:
     except zstandard.ZstdError:
         return b""
     return bytes(d.as_bytes())
+
+
+def _compressor(level: int, dictionary: bytes) -> Callable[[bytes], bytes]:
+    """A frame compressor safe to call from several threads: a zstd context
+    for each (contexts are not shared), one prepared dictionary for all."""
+    prepared = None
+    if dictionary:
+        prepared = zstandard.ZstdCompressionDict(dictionary)
+        prepared.precompute_compress(level=level)
+    local = threading.local()
+
+    def compress(data: bytes) -> bytes:
+        cctx = getattr(local, "cctx", None)
+        if cctx is None:
+            cctx = local.cctx = zstandard.ZstdCompressor(level=level, dict_data=prepared)
+        return bytes(cctx.compress(data))
+
+    return compress
 
 
 def write_pack(
@@ -102,12 +126,7 @@ def write_pack(
         if total >= SAMPLE_BYTES:
             break
     dictionary = train(samples, max(DICT_SIZE, min(dict_size, total // 64)))
-    if dictionary:
-        cctx = zstandard.ZstdCompressor(
-            level=level, dict_data=zstandard.ZstdCompressionDict(dictionary)
-        )
-    else:
-        cctx = zstandard.ZstdCompressor(level=level)
+    compress = _compressor(level, dictionary)
     pack_dir = objects.pack_dir
     pack_dir.mkdir(parents=True, exist_ok=True)
     tmp = pack_dir / f"tmp-{os.getpid()}-{os.urandom(6).hex()}.pack"
@@ -115,16 +134,24 @@ def write_pack(
     head = pack_header(dictionary)
     offset = len(head)
     try:
-        with open(tmp, "wb", buffering=1 << 20) as fh:
+        with (
+            open(tmp, "wb", buffering=1 << 20) as fh,
+            ThreadPoolExecutor(max_workers=THREADS) as pool,
+        ):
             fh.write(head)
-            for n, object_id in enumerate(ids, 1):
-                kind, payload = objects.get(object_id)  # verified on the way
-                frame = cctx.compress(header(kind, len(payload)) + payload)
-                fh.write(frame)
-                records.append((bytes.fromhex(object_id), offset, len(frame)))
-                offset += len(frame)
-                if progress is not None and n % 1000 == 0:
-                    progress(1000)
+            for start in range(0, len(ids), BATCH):
+                batch = ids[start : start + BATCH]
+                datas = []
+                for object_id in batch:
+                    kind, payload = objects.get(object_id)  # verified on the way
+                    datas.append(header(kind, len(payload)) + payload)
+                # compressed on every core (zstd lets go of the GIL), written in order
+                for object_id, frame in zip(batch, pool.map(compress, datas), strict=True):
+                    fh.write(frame)
+                    records.append((bytes.fromhex(object_id), offset, len(frame)))
+                    offset += len(frame)
+                if progress is not None and len(batch) == BATCH:
+                    progress(BATCH)
             fh.flush()
             fsync(fh.fileno())
         name, body = index_bytes(records)
