@@ -374,3 +374,25 @@ def test_a_forgotten_turn_stays_hidden_once_gc_packed_the_refs(hs: HS, store_pat
     assert "the secret plan" not in hs("log").stdout
     assert "the secret plan" not in hs("recall", "--everywhere", "secret").stdout
     assert len(hs.json_lines("forgotten", "--json")) == 1
+
+
+def test_a_pack_compressed_on_several_threads_is_the_one_a_single_thread_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Frames are compressed side by side and written in order: the same
+    objects make the same pack, byte for byte, with one thread or several
+    (and batches cut across them)."""
+    from histstore.store import repack
+
+    monkeypatch.setattr(repack, "BATCH", 7)
+    packs = []
+    for threads in (1, 3):
+        monkeypatch.setattr(repack, "THREADS", threads)
+        objects = DiskObjectStore(tmp_path / f"objects-{threads}")
+        ids = [objects.put("blob", f"object {i} ".encode() * (i % 13 + 1)) for i in range(100)]
+        written = repack.write_pack(objects, ids)
+        assert written is not None and written.objects == 100
+        pack = objects.pack_dir / f"{written.name}.pack"
+        packs.append(pack.read_bytes())
+        assert all(objects.get(i)[0] == "blob" for i in ids)
+    assert packs[0] == packs[1]
