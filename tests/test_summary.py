@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers import HS, turn_record, write_turns
 
 from histstore.history.project import project_key
@@ -160,36 +161,21 @@ def test_oneline_ids_are_as_long_as_it_takes_to_name_one_turn(hs: HS, tmp_path: 
         assert hs("show", short).exit_code == 0, short
 
 
-def test_a_summary_of_schema_2_gains_its_project_counts_without_a_rebuild(
-    store: Store, tmp_path: Path, monkeypatch: Any
+#: what each older schema lacks (dropped from a current file to make one)
+OLDER = {
+    "2": "DROP TRIGGER turn_added; DROP TRIGGER turn_removed; DROP TABLE project;",
+    "3": "DROP TRIGGER session_added; DROP TRIGGER session_removed;"
+    "DROP TABLE agent; DROP TABLE session_pkey;",
+}
+
+
+@pytest.mark.parametrize("schema", sorted(OLDER))
+def test_an_older_summary_gains_what_it_lacks_without_a_rebuild(
+    store: Store, tmp_path: Path, monkeypatch: Any, schema: str
 ) -> None:
-    import sqlite3
-
-    recs = [turn_record(i, session_id=f"s{i % 2}", project=f"/w/p{i % 3}") for i in range(9)]
-    import_paths(store, [write_turns(tmp_path / "a.jsonl", recs)])
-    _agree(store)
-    path = store.root / "local" / "summary.sqlite"
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.executescript(
-        "DROP TRIGGER turn_added; DROP TRIGGER turn_removed; DROP TABLE project;"
-        "UPDATE meta SET value = '2' WHERE key = 'schema';"
-    )
-    conn.close()
-
-    def no_rebuild(*a: Any) -> None:
-        raise AssertionError("rebuilt")
-
-    monkeypatch.setattr(Summary, "_reset", no_rebuild)
-    _agree(store)
-    record_turn(store, json.dumps(turn_record(20, session_id="s9", project="/w/p7")))
-    _agree(store)  # the triggers count from now on
-    with Summary(store) as s:
-        assert s._meta(s.current(), "schema") == "4"
-
-
-def test_a_summary_of_schema_3_gains_its_session_counts_without_a_rebuild(
-    store: Store, tmp_path: Path, monkeypatch: Any
-) -> None:
+    """Schema 2 gains the turns per project, 3 the sessions per agent and
+    project, each counted once in place (a rebuild at 1M turns takes a
+    minute); the triggers count from then on."""
     import sqlite3
 
     recs = [
@@ -198,13 +184,8 @@ def test_a_summary_of_schema_3_gains_its_session_counts_without_a_rebuild(
     ]
     import_paths(store, [write_turns(tmp_path / "a.jsonl", recs)])
     _agree(store)
-    path = store.root / "local" / "summary.sqlite"
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.executescript(
-        "DROP TRIGGER session_added; DROP TRIGGER session_removed;"
-        "DROP TABLE agent; DROP TABLE session_pkey;"
-        "UPDATE meta SET value = '3' WHERE key = 'schema';"
-    )
+    conn = sqlite3.connect(store.root / "local" / "summary.sqlite", isolation_level=None)
+    conn.executescript(OLDER[schema] + f"UPDATE meta SET value = '{schema}' WHERE key = 'schema';")
     conn.close()
 
     def no_rebuild(*a: Any) -> None:
@@ -272,8 +253,6 @@ def test_a_rebuild_never_counts_an_operation_still_moving_its_refs(
     """An operation is logged, then its refs move, then ``refs.applied`` names
     it. A summary rebuilt in between (from the refs as they are) reflects the
     operation before it, so the next reader replays it once it is done."""
-    import pytest
-
     from histstore.store.refs import RefStore
 
     import_paths(store, [write_turns(tmp_path / "a.jsonl", [turn_record(1)])])
