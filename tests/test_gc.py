@@ -384,15 +384,47 @@ def test_a_pack_compressed_on_several_threads_is_the_one_a_single_thread_writes(
     (and batches cut across them)."""
     from histstore.store import repack
 
-    monkeypatch.setattr(repack, "BATCH", 7)
     packs = []
-    for threads in (1, 3):
+    for threads, batch, batch_bytes in ((1, 1000, 32 << 20), (3, 7, 32 << 20), (2, 1000, 300)):
         monkeypatch.setattr(repack, "THREADS", threads)
-        objects = DiskObjectStore(tmp_path / f"objects-{threads}")
+        monkeypatch.setattr(repack, "BATCH", batch)
+        monkeypatch.setattr(repack, "BATCH_BYTES", batch_bytes)
+        objects = DiskObjectStore(tmp_path / f"objects-{threads}-{batch}-{batch_bytes}")
         ids = [objects.put("blob", f"object {i} ".encode() * (i % 13 + 1)) for i in range(100)]
         written = repack.write_pack(objects, ids)
         assert written is not None and written.objects == 100
         pack = objects.pack_dir / f"{written.name}.pack"
         packs.append(pack.read_bytes())
         assert all(objects.get(i)[0] == "blob" for i in ids)
-    assert packs[0] == packs[1]
+    assert packs[0] == packs[1] == packs[2]
+
+
+def test_a_pack_asks_for_a_dictionary_of_a_64th_of_its_sample_within_bounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dictionary asked of the trainer is a 64th of the sampled bytes, no
+    less than DICT_SIZE and no more than the ``dict_size`` given (gc --full:
+    FULL_DICT_SIZE); the frames are compressed at the level given. (The
+    bounds are scaled down here: real ones need megabytes of objects.)"""
+    from histstore.store import repack
+
+    monkeypatch.setattr(repack, "DICT_SIZE", 512)
+    asked: list[int] = []
+    levels: list[int] = []
+    real_train, real_compressor = repack.train, repack._compressor
+    monkeypatch.setattr(repack, "train", lambda s, size: asked.append(size) or real_train(s, size))
+    monkeypatch.setattr(
+        repack, "_compressor", lambda lv, d: levels.append(lv) or real_compressor(lv, d)
+    )
+    objects = DiskObjectStore(tmp_path / "objects")
+    ids = [
+        objects.put("blob", f"record {i}: {'x' * (100 + i % 200)} {i * 7919}".encode())
+        for i in range(400)
+    ]
+    total = sum(len(b"blob %d\0" % len(objects.get(i)[1])) + len(objects.get(i)[1]) for i in ids)
+    assert 600 < total // 64 < 4096
+    for dict_size, want in ((4096, total // 64), (600, 600), (100, 512)):
+        asked.clear()
+        repack.write_pack(objects, ids, level=repack.FULL_LEVEL, dict_size=dict_size)
+        assert asked == [want], (dict_size, total)
+    assert levels == [repack.FULL_LEVEL] * 3

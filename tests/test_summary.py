@@ -162,10 +162,13 @@ def test_oneline_ids_are_as_long_as_it_takes_to_name_one_turn(hs: HS, tmp_path: 
 
 
 #: what each older schema lacks (dropped from a current file to make one)
+_LACKS_4 = (
+    "DROP TRIGGER session_added; DROP TRIGGER session_removed;"
+    "DROP TABLE agent; DROP TABLE session_pkey;"
+)
 OLDER = {
-    "2": "DROP TRIGGER turn_added; DROP TRIGGER turn_removed; DROP TABLE project;",
-    "3": "DROP TRIGGER session_added; DROP TRIGGER session_removed;"
-    "DROP TABLE agent; DROP TABLE session_pkey;",
+    "2": _LACKS_4 + "DROP TRIGGER turn_added; DROP TRIGGER turn_removed; DROP TABLE project;",
+    "3": _LACKS_4,
 }
 
 

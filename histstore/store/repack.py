@@ -45,8 +45,10 @@ SAMPLE_BYTES = 16 << 20
 SAMPLES = 20_000
 #: below this many objects a pack gets no dictionary (not worth its own bytes)
 DICT_MIN_OBJECTS = 64
-#: objects read, then compressed side by side, then written, at a time
+#: objects read, then compressed side by side, then written, at a time (and
+#: no more bytes of them than this: a blob may be large)
 BATCH = 1000
+BATCH_BYTES = 32 << 20
 #: threads compressing them (each frame is independent of the others)
 THREADS = min(4, os.cpu_count() or 1)
 #: what ``hs gc`` writes with: fast enough for a daily run
@@ -109,9 +111,9 @@ def write_pack(
     progress: Callable[[int], None] | None = None,
 ) -> Written | None:
     """One new pack holding ``ids`` (read and verified from ``objects``),
-    compressed with a dictionary trained on them (``dict_size`` at most, a
-    64th of the sample at least DICT_SIZE); durable when this returns. None
-    when ``ids`` is empty."""
+    compressed with a dictionary trained on them (of a 64th of the sample,
+    asked for between DICT_SIZE and ``dict_size``: the trainer may give
+    less); durable when this returns. None when ``ids`` is empty."""
     ids = sorted(set(ids))
     if not ids:
         return None
@@ -139,19 +141,32 @@ def write_pack(
             ThreadPoolExecutor(max_workers=THREADS) as pool,
         ):
             fh.write(head)
-            for start in range(0, len(ids), BATCH):
-                batch = ids[start : start + BATCH]
-                datas = []
-                for object_id in batch:
-                    kind, payload = objects.get(object_id)  # verified on the way
-                    datas.append(header(kind, len(payload)) + payload)
+            batch: list[str] = []
+            datas: list[bytes] = []
+            held = n = 0
+
+            def flush() -> None:
+                nonlocal offset, held, n
                 # compressed on every core (zstd lets go of the GIL), written in order
                 for object_id, frame in zip(batch, pool.map(compress, datas), strict=True):
                     fh.write(frame)
                     records.append((bytes.fromhex(object_id), offset, len(frame)))
                     offset += len(frame)
-                if progress is not None and len(batch) == BATCH:
-                    progress(BATCH)
+                    n += 1
+                    if progress is not None and n % 1000 == 0:
+                        progress(1000)
+                batch.clear()
+                datas.clear()
+                held = 0
+
+            for object_id in ids:
+                kind, payload = objects.get(object_id)  # verified on the way
+                batch.append(object_id)
+                datas.append(header(kind, len(payload)) + payload)
+                held += len(datas[-1])
+                if len(batch) >= BATCH or held >= BATCH_BYTES:
+                    flush()
+            flush()
             fh.flush()
             fsync(fh.fileno())
         name, body = index_bytes(records)
