@@ -32,14 +32,7 @@ from typing import Any
 
 from histstore.errors import CorruptObject, CorruptStore, HistError, NotFound
 from histstore.history.project import project_key
-from histstore.history.summary_schema import (
-    DDL,
-    PROJECT_DDL,
-    SCHEMA,
-    TABLES,
-    TOTALS_DDL,
-    TOTALS_FILL,
-)
+from histstore.history.summary_schema import DDL, SCHEMA, TABLES, UPGRADES
 from histstore.store import fsutil
 from histstore.store.kinds import Session, SessionRev, TurnEntry, ordered, parse
 from histstore.store.oplog import Operation
@@ -151,10 +144,13 @@ class Summary:
         not pay for a summary left far behind (the next reader does)."""
         conn = self._connect()
         try:
-            if self._meta(conn, "schema") == "2":
-                self._migrate_from_2(conn)
-            if self._meta(conn, "schema") == "3":
-                self._migrate_from_3(conn)
+            for old, script in UPGRADES.items():  # oldest first
+                if self._meta(conn, "schema") == old:
+                    new = str(int(old) + 1)
+                    conn.executescript(
+                        f"BEGIN IMMEDIATE;{script}UPDATE meta SET value = '{new}' "
+                        f"WHERE key = 'schema' AND value = '{old}';COMMIT;"
+                    )
             if self._meta(conn, "schema") != SCHEMA:
                 if limit is not None:
                     raise Unavailable(
@@ -186,31 +182,6 @@ class Summary:
             self._drop()
             raise Unavailable(f"the summary was damaged ({e}); it is rebuilt next time") from None
         return conn
-
-    def _migrate_from_2(self, conn: sqlite3.Connection) -> None:
-        """Schema 2 lacks only the project counts: added and counted once, in
-        one transaction (a rebuild of a 1M-turn summary takes a minute)."""
-        conn.executescript(
-            "BEGIN IMMEDIATE;"
-            "DROP TRIGGER IF EXISTS turn_added; DROP TRIGGER IF EXISTS turn_removed;"
-            "DROP TABLE IF EXISTS project;"
-            f"{PROJECT_DDL}"
-            "INSERT INTO project SELECT pkey, count(*) FROM turn GROUP BY pkey;"
-            "UPDATE meta SET value = '3' WHERE key = 'schema' AND value = '2';"
-            "COMMIT;"
-        )
-
-    def _migrate_from_3(self, conn: sqlite3.Connection) -> None:
-        """Schema 3 lacks only the per-agent and per-project session counts:
-        added and counted once from the session table, in one transaction."""
-        conn.executescript(
-            "BEGIN IMMEDIATE;"
-            "DROP TRIGGER IF EXISTS session_added; DROP TRIGGER IF EXISTS session_removed;"
-            "DROP TABLE IF EXISTS agent; DROP TABLE IF EXISTS session_pkey;"
-            f"{TOTALS_DDL}{TOTALS_FILL}"
-            "UPDATE meta SET value = '4' WHERE key = 'schema' AND value = '3';"
-            "COMMIT;"
-        )
 
     def _reset(self, conn: sqlite3.Connection) -> None:
         """A summary of another schema: its tables made again, empty."""

@@ -74,4 +74,21 @@ INSERT INTO agent SELECT agent, count(*), sum(turns) FROM session GROUP BY agent
 INSERT INTO session_pkey SELECT pkey, count(*) FROM session GROUP BY pkey;
 """
 DDL = BASE_DDL + PROJECT_DDL + TOTALS_DDL
+
+#: what a file of each older schema gains in place, in one transaction (a
+#: rebuild at 1M turns takes a minute): what a half-made earlier try left
+#: dropped, the tables and triggers made, counted once from what is there;
+#: its schema is then the next one
+UPGRADES = {
+    "2": (
+        "DROP TRIGGER IF EXISTS turn_added; DROP TRIGGER IF EXISTS turn_removed;"
+        "DROP TABLE IF EXISTS project;"
+        + PROJECT_DDL
+        + "INSERT INTO project SELECT pkey, count(*) FROM turn GROUP BY pkey;"
+    ),
+    "3": (
+        "DROP TRIGGER IF EXISTS session_added; DROP TRIGGER IF EXISTS session_removed;"
+        "DROP TABLE IF EXISTS agent; DROP TABLE IF EXISTS session_pkey;" + TOTALS_DDL + TOTALS_FILL
+    ),
+}
 TABLES = ("turn", "session", "meta", "project", "agent", "session_pkey")

@@ -468,12 +468,14 @@ def _swap(
 
     if step:
         step("pack")
-    how = (
-        {"level": repack.FULL_LEVEL, "dict_size": repack.FULL_DICT_SIZE}
-        if thorough
-        else {"level": repack.LEVEL, "dict_size": repack.DICT_SIZE}
+    level, dict_size = (
+        (repack.FULL_LEVEL, repack.FULL_DICT_SIZE) if thorough else (repack.LEVEL, repack.DICT_SIZE)
     )
-    written = repack.write_pack(objects, p.keep, progress=tick, **how) if p.keep else None
+    written = (
+        repack.write_pack(objects, p.keep, level=level, dict_size=dict_size, progress=tick)
+        if p.keep
+        else None
+    )
     new = [q for q in objects.packs() if written is not None and q.name == written.name]
     if step:
         step("midx")

@@ -156,11 +156,6 @@ def _long_last_line(log_path: Path) -> tuple[bytes, str] | None:
     return None
 
 
-#: what :func:`last_op_id` and :func:`newest_brief` may be given instead of
-#: reading the log's last line themselves: :func:`long_last_line`'s answer
-NOT_READ: Any = object()
-
-
 def long_last_line(log_path: Path) -> tuple[bytes, str] | None:
     """:func:`_long_last_line`, None as well when there is no log or it cannot
     be mapped (a filesystem without mmap: the line is then parsed)."""
@@ -170,28 +165,22 @@ def long_last_line(log_path: Path) -> tuple[bytes, str] | None:
         return None
 
 
-def last_op_id(log_path: Path, long: tuple[bytes, str] | None = NOT_READ) -> str | None:
-    """The id of the newest complete entry (:func:`newest_first_json`'s first),
-    read from the end of a long last line (:func:`_long_last_line`; ``long``:
-    what it gave, when the caller read it already)."""
-    if long is NOT_READ:
-        long = long_last_line(log_path)
+def last_op_id(log_path: Path, long: tuple[bytes, str] | None) -> str | None:
+    """The id of the newest complete entry (:func:`newest_first_json`'s first):
+    ``long``'s, when the last line is long (:func:`long_last_line`'s answer),
+    else the last line parsed."""
     if long is not None:
         return long[1]
     d = next(newest_first_json(log_path), None)
     return None if d is None else str(d["op"])
 
 
-def newest_brief(
-    log_path: Path, long: tuple[bytes, str] | None = NOT_READ
-) -> dict[str, Any] | None:
+def newest_brief(log_path: Path, long: tuple[bytes, str] | None) -> dict[str, Any] | None:
     """The newest complete entry without its ref changes (op, time, command,
-    parent, extra): for a long last line (:func:`_long_last_line`; ``long``
-    as :func:`last_op_id`'s), parsed from what follows the changes (no change
-    names a key ``command``, and no string holds an unescaped quote, so the
-    one ``],"command":`` ends them: found from the line's end)."""
-    if long is NOT_READ:
-        long = long_last_line(log_path)
+    parent, extra): for a long last line (``long`` as :func:`last_op_id`'s),
+    parsed from what follows the changes (no change names a key ``command``,
+    and no string holds an unescaped quote, so the one ``],"command":`` ends
+    them: found from the line's end)."""
     if long is not None:
         line = long[0]
         cut = line.rfind(b'],"command":')

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,6 +102,24 @@ def _compressor(level: int, dictionary: bytes) -> Callable[[bytes], bytes]:
     return compress
 
 
+def _batches(objects: DiskObjectStore, ids: list[str]) -> Iterator[tuple[list[str], list[bytes]]]:
+    """The objects' ids and frame contents (read and verified), BATCH of them
+    at a time and no more than BATCH_BYTES."""
+    batch: list[str] = []
+    datas: list[bytes] = []
+    held = 0
+    for object_id in ids:
+        kind, payload = objects.get(object_id)
+        batch.append(object_id)
+        datas.append(header(kind, len(payload)) + payload)
+        held += len(datas[-1])
+        if len(batch) >= BATCH or held >= BATCH_BYTES:
+            yield batch, datas
+            batch, datas, held = [], [], 0
+    if batch:
+        yield batch, datas
+
+
 def write_pack(
     objects: DiskObjectStore,
     ids: Iterable[str],
@@ -141,12 +159,8 @@ def write_pack(
             ThreadPoolExecutor(max_workers=THREADS) as pool,
         ):
             fh.write(head)
-            batch: list[str] = []
-            datas: list[bytes] = []
-            held = n = 0
-
-            def flush() -> None:
-                nonlocal offset, held, n
+            n = 0
+            for batch, datas in _batches(objects, ids):
                 # compressed on every core (zstd lets go of the GIL), written in order
                 for object_id, frame in zip(batch, pool.map(compress, datas), strict=True):
                     fh.write(frame)
@@ -155,18 +169,6 @@ def write_pack(
                     n += 1
                     if progress is not None and n % 1000 == 0:
                         progress(1000)
-                batch.clear()
-                datas.clear()
-                held = 0
-
-            for object_id in ids:
-                kind, payload = objects.get(object_id)  # verified on the way
-                batch.append(object_id)
-                datas.append(header(kind, len(payload)) + payload)
-                held += len(datas[-1])
-                if len(batch) >= BATCH or held >= BATCH_BYTES:
-                    flush()
-            flush()
             fh.flush()
             fsync(fh.fileno())
         name, body = index_bytes(records)
