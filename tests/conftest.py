@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +21,15 @@ from histstore.store.store import Store
 settings.register_profile("ci", derandomize=True, database=None)
 settings.register_profile("deep", derandomize=False)
 settings.load_profile(os.environ.get("HS_HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection loaded (the modules, plugins and the tests' items) lives
+    as long as the run: frozen, the collector's full passes no longer walk it,
+    and they come ten times less often (they took ~5% of a worker's CPU)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(700, 10, 100)
 
 
 @pytest.fixture(autouse=True)

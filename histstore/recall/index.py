@@ -207,7 +207,8 @@ class RecallIndex:
             self._build()
         return self.status()
 
-    def _build(self) -> str:
+    def _build(self) -> int:
+        """Build and publish a new generation; returns the documents it holds."""
         engine, replay = load_engine(), load_replay()
         n = self.gens.next_number()
         tmp = self.gens.scratch(n)
@@ -218,9 +219,11 @@ class RecallIndex:
         try:
             w = replay.Writer(self.store, engine.create(tmp), bulk=True)
             overlay = Overlay.read(self.store)
+            rows = 0
             for session, entry in self._newest_first():
                 if not overlay.hides(session.session_id, entry.turn_id):
                     w.w.add_document(w.document(session, entry))
+                    rows += 1
             w.commit()
             w = None
         except BaseException:
@@ -237,7 +240,8 @@ class RecallIndex:
             "built_at": _now().isoformat(),
             "engine": engine.version(),
         }
-        return self.gens.publish(tmp, n, meta)
+        self.gens.publish(tmp, n, meta)
+        return rows
 
     def _newest_first(self) -> Iterator[tuple[Session, TurnEntry]]:
         """Every turn of every session, newest first. A build adds documents in
@@ -282,8 +286,7 @@ class RecallIndex:
         if gen is None or gen.meta.get("schema") != SCHEMA_VERSION:
             if not self.store.has_sessions():
                 return 0  # nothing recorded yet: no index needed
-            self._build()
-            return self.status().rows
+            return self._build()
         replay = load_replay()
         todo = replay.pending(self.store, gen.applied_op)
         if not todo:
