@@ -251,9 +251,15 @@ def test_gc_is_geometric_a_daily_run_leaves_the_big_pack(
         assert big in _pack_names(store_path)
         sizes = sorted(p.stat().st_size for p in (store_path / "objects" / "pack").glob("*.pack"))
         assert all(b >= gcmod.FACTOR * a for a, b in itertools.pairwise(sizes)), sizes
+        # several packs: one multi-pack index over them all
+        midx = DiskObjectStore(store_path / "objects").multi_pack_index()
+        names = sorted(n.removesuffix(".pack") for n in _pack_names(store_path))
+        assert len(names) > 1 and midx is not None and sorted(midx.packs) == names
     before = _log(hs)
     r = hs("gc", "--full", "--json")
     assert json.loads(r.stdout)["packs_after"] == 1
+    # one pack left: its own index serves, the multi-pack index is gone
+    assert not (store_path / "objects" / "pack" / "multi-pack-index").exists()
     assert _log(hs) == before
     _clean(store_path)
 

@@ -334,3 +334,23 @@ def test_removed_pack_in_the_multi_pack_index_reads_as_missing_until_rescan(
         if p.name != written.name:
             repack.remove_pack(p)
     assert all(reader.get(oid)[0] == "blob" for oid in ids)
+
+
+def test_a_multi_pack_index_over_one_pack_is_not_kept(tmp_path: Path) -> None:
+    """One pack's own index serves: writing a multi-pack index over fewer than
+    two packs removes the one there was (as a store written before this left
+    it), and a damaged one over a single pack is repaired by removing it."""
+    s, ids = _many_packs(tmp_path, 1)
+    path = tmp_path / "objects" / "pack" / packs.MIDX_NAME
+    path.write_bytes(packs.midx_bytes(s.packs()))
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    t = DiskObjectStore(tmp_path / "objects")
+    assert check_packs(t, repair=False)[0].message == "multi-pack index checksum mismatch"
+    assert [f.severity for f in check_packs(t, repair=True)] == ["warning"]
+    assert not path.exists() and t.bad_midx is None and t.multi_pack_index() is None
+    assert check_packs(DiskObjectStore(tmp_path / "objects"), repair=False) == []
+    assert all(t.get(oid)[0] == "blob" for oid in ids)
+    repack.write_midx(t, t.packs())
+    assert not path.exists()

@@ -225,9 +225,9 @@ class DiskObjectStore(ObjectStore):
     def _scan_midx(self) -> bool:
         path = self.pack_dir / MIDX_NAME
         key = version(path)
-        if key is None:
+        if key is None:  # none (it is optional): every pack is searched on its own
             changed = self._midx is not None
-            self._midx, self._midx_key = None, None
+            self._midx, self._midx_key, self.bad_midx = None, None, None
             return changed
         if key == self._midx_key:
             return False
