@@ -204,6 +204,33 @@ def test_recall_merges_the_overlay_before_the_commit(
         assert "turn-0001" not in [h.turn_id for h in RecallIndex(s).search("ocelot", k=10).hits]
 
 
+def test_a_long_lived_reader_reads_the_markers_again_only_once_they_moved(
+    filled: HS, store_path: Path
+) -> None:
+    """Store.markers is kept while the refs stay as they were (a command asks
+    several times), and read again after any operation, of another process
+    (the MCP server's store, a forget by the CLI) or its own."""
+    with Store.open(store_path) as reader:
+        loads: list[str] = []
+        real = reader.load_marker
+
+        def counted(marker_id: str) -> Any:
+            loads.append(marker_id)
+            return real(marker_id)
+
+        reader.load_marker = counted  # type: ignore[method-assign]
+        assert reader.markers() == {}
+        assert filled("forget", "turn-0001", "--confirm", "turn-0001").exit_code == 0
+        first = reader.markers()
+        assert [m.active for m in first.values()] == [True] and len(loads) == 1
+        assert reader.markers() == first and len(loads) == 1  # nothing moved: not read again
+        assert filled("unforget", "turn-0001", "--confirm", "turn-0001").exit_code == 0
+        assert [m.active for m in reader.markers().values()] == [False] and len(loads) == 2
+        # its own write: a marker on another turn
+        forget(reader, resolve_target(reader, "turn-0003"), confirm="turn-0003")
+        assert sorted(m.target for m in reader.markers().values() if m.active) == ["turn-0003"]
+
+
 # --------------------------------------------------------------- listing
 
 

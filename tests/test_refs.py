@@ -404,3 +404,30 @@ def test_a_ref_or_a_namespace_is_found_in_packed_refs_by_bisection(tmp_path: Pat
     (tmp_path / "packed-refs").write_bytes(data.replace(line, b"not-an-id memory/system"))
     with pytest.raises(CorruptStore):
         RefStore(tmp_path).list_refs("memory/")
+
+
+@pytest.mark.parametrize("many", [False, True], ids=["loose", "packed"])
+def test_the_state_changes_with_every_ref_an_operation_moves(tmp_path: Path, many: bool) -> None:
+    """``RefStore.state`` is what a reader keeps beside refs it listed: it
+    changes when the log grows, when refs.applied is replaced, and — between
+    the two, where an operation's own derived files are written
+    (``before_done``) — with every ref file this process writes."""
+    refs = RefStore(tmp_path)
+    seen = [refs.state()]
+    real = refs._write_ref
+
+    def write(*a: object, **k: object) -> None:
+        seen.append(refs.state())  # the log has grown: the refs have not moved
+        real(*a, **k)  # type: ignore[arg-type]
+
+    refs._write_ref = write  # type: ignore[method-assign]
+    count = RefStore.BULK + 1 if many else 1
+    changes = [
+        RefChange(f"sessions/s{i}", None, hash_object("blob", b"%d" % i)) for i in range(count)
+    ]
+    refs.apply(changes, "test", before_done=lambda: seen.append(refs.state()))
+    seen.append(refs.state())
+    assert seen[1] != seen[0]  # logged
+    assert seen[-2] != seen[1]  # moved, not yet done
+    assert seen[-1] != seen[-2]  # done
+    assert refs.state() == seen[-1]  # and steady while nothing moves

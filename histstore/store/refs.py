@@ -159,6 +159,7 @@ class RefStore:
         #: last_op_id's answer, by the refs log's (inode, size, mtime)
         self._last_op: tuple[tuple[int, int, int], str | None] | None = None
         self._long: tuple[tuple[int, int, int], tuple[bytes, str] | None] | None = None
+        self.writes = 0  #: ref files this object wrote or removed (``state``)
 
     # ---------------------------------------------------------------- reading
 
@@ -356,9 +357,17 @@ class RefStore:
             return False  # every name sorts before it
         return b" " + want in data
 
+    def state(self) -> tuple[object, ...]:
+        """What changes whenever a ref may have (what a reader may keep refs it
+        listed by): refs move only in a logged operation (the log grows before,
+        refs.applied is replaced after), and this process counts its writes."""
+        paths = (self.log_path, self.applied_path, self.packed_path)
+        return (self.writes, *map(version, paths))
+
     def _write_packed(self, updates: dict[str, str | None]) -> None:
         """``packed-refs`` with ``updates`` applied (None deletes), written whole
         through the one write path."""
+        self.writes += 1
         refs = dict(self.packed())
         for name, value in updates.items():
             if value is None:
@@ -503,6 +512,7 @@ class RefStore:
     BULK = 16
 
     def _write_ref(self, name: str, value: str | None, *, sync: bool) -> None:
+        self.writes += 1
         path = self._path(name)
         if value is None:
             with contextlib.suppress(FileNotFoundError):
@@ -512,12 +522,10 @@ class RefStore:
 
     def _apply_changes(self, op: Operation, before_done: Callable[[], None] | None = None) -> None:
         # Many refs (an import touching thousands of sessions): one rewrite of
-        # packed-refs (one fsync), then the loose files of those refs go (a
-        # crash between leaves the old loose values, so the operation reads as
-        # not applied, and its roll-forward does it again). Few refs: a loose
-        # file each, fsynced. A ref deleted that packed-refs holds rewrites it.
-        # Either way each directory touched is fsynced before refs.applied
-        # says "done".
+        # packed-refs (one fsync), then their loose files go (a crash between
+        # leaves the old loose values: not applied, rolled forward again). Few:
+        # a loose file each, fsynced; a deleted one packed-refs holds rewrites
+        # it. Each directory touched is fsynced before refs.applied says "done".
         bulk = len(op.changes) > self.BULK
         dirs: set[Path] = set()
         packed = self.packed()

@@ -90,6 +90,8 @@ class Store:
         self.lock_timeout = lock_timeout()
         #: sessions read, by revision id (load_session), newest last
         self._sessions: dict[str, Session] = {}
+        #: what markers() last read, by the refs' state then
+        self._markers: tuple[tuple[object, ...], dict[str, Marker]] | None = None
         #: told what a person should know that is no error (a lock taken over
         #: from a dead process); the CLI prints it on stderr
         self.notify: Callable[[str], None] | None = None
@@ -361,14 +363,21 @@ class Store:
     def markers(self) -> dict[str, Marker]:
         """Every overlay ref's target -> its newest marker (active or lifted).
         Cheap when nothing was ever forgotten: one look at refs/overlay and
-        packed-refs."""
+        packed-refs. Read again only once the refs may have moved
+        (``RefStore.state``): a command asks several times (what it shows,
+        what it withholds, the views it writes)."""
         if not self.refs.any_under("overlay"):
             return {}
+        state = self.refs.state()
+        if self._markers is not None and self._markers[0] == state:
+            return dict(self._markers[1])
         n = len(OVERLAY_PREFIX)
-        return {
+        found = {
             ref[n:]: self.load_marker(marker_id)
             for ref, marker_id in self.refs.list_refs(OVERLAY_PREFIX).items()
         }
+        self._markers = (state, found)
+        return dict(found)
 
     def session_history(self, session_id: str) -> Iterator[tuple[str, Session]]:
         """Every revision of a session along first parents, newest first."""
