@@ -286,7 +286,9 @@ def test_damaged_multi_pack_index_falls_back_to_each_pack(tmp_path: Path) -> Non
     assert [(f.severity, f.message) for f in found] == [
         ("error", "multi-pack index checksum mismatch")
     ]
-    assert check_packs(u, repair=True)[0].severity == "warning"
+    assert [(f.severity, f.message) for f in check_packs(u, repair=True)] == [
+        ("warning", "rewrote the multi-pack index (multi-pack index checksum mismatch)")
+    ]
     v = DiskObjectStore(tmp_path / "objects")
     v.verify_midx()
     assert v.bad_midx is None and all(v.get(oid)[0] == "blob" for oid in ids)
@@ -348,7 +350,9 @@ def test_a_multi_pack_index_over_one_pack_is_not_kept(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     t = DiskObjectStore(tmp_path / "objects")
     assert check_packs(t, repair=False)[0].message == "multi-pack index checksum mismatch"
-    assert [f.severity for f in check_packs(t, repair=True)] == ["warning"]
+    assert [(f.severity, f.message) for f in check_packs(t, repair=True)] == [
+        ("warning", "removed the multi-pack index (multi-pack index checksum mismatch)")
+    ]
     assert not path.exists() and t.bad_midx is None and t.multi_pack_index() is None
     assert check_packs(DiskObjectStore(tmp_path / "objects"), repair=False) == []
     assert all(t.get(oid)[0] == "blob" for oid in ids)

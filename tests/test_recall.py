@@ -923,7 +923,7 @@ def test_a_push_init_then_a_record_commits_in_place(
         read.append(rev)
         return real(store, rev)
 
-    def no_build(self: RecallIndex) -> str:
+    def no_build(self: RecallIndex) -> int:
         raise AssertionError("a catch-up rebuilt the index")
 
     monkeypatch.setattr(replay, "_entries", entries)

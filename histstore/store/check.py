@@ -146,8 +146,10 @@ def check_packs(objects: DiskObjectStore, *, repair: bool) -> list[Finding]:
     objects.verify_midx()
     if objects.bad_midx is not None:
         if repair:
-            repack.write_midx(objects, objects.packs())
-            out.append(warning("pack", f"rewrote the multi-pack index ({objects.bad_midx})"))
+            reason, current = objects.bad_midx, objects.packs()
+            repack.write_midx(objects, current)
+            done = "rewrote" if len(current) > 1 else "removed"  # one pack needs none
+            out.append(warning("pack", f"{done} the multi-pack index ({reason})"))
         else:
             out.append(error("pack", objects.bad_midx, packs.MIDX_NAME))
     for orphan in sorted(objects.pack_dir.glob("pack-*.pack")):
