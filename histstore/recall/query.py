@@ -68,14 +68,37 @@ _MAYBE_LONG = TOKEN_MAX // 4
 
 def tokens(text: str) -> list[str]:
     """Tokens as the index's analyzer makes them: runs of letters and digits,
-    case and accents folded, those of 40 bytes or more dropped."""
+    case and accents folded, those of 40 bytes or more dropped — measured as
+    written, before folding, as the analyzer drops them (``Café`` is 5 bytes,
+    ``cafe`` 4)."""
     folded = fold(text)
     toks: list[str] = _TOKEN.findall(folded)
-    # (in C where it can be: the scan asks this of every turn's every field)
-    if max(map(len, toks), default=0) >= _MAYBE_LONG:
-        sizes = map(len, toks if folded.isascii() else map(str.encode, toks))  # bytes
-        toks = list(itertools.compress(toks, map(TOKEN_MAX.__gt__, sizes)))
-    return toks
+    # (in C where it can be: the scan asks this of every turn's every field;
+    # folding never makes a token shorter in characters)
+    if max(map(len, toks), default=0) < _MAYBE_LONG:
+        return toks
+    if text.isascii():  # a byte a character, before folding and after
+        return list(itertools.compress(toks, map(TOKEN_MAX.__gt__, map(len, toks))))
+    return _long_dropped(text, folded, toks)
+
+
+def _long_dropped(text: str, folded: str, toks: list[str]) -> list[str]:
+    """``toks`` (of ``folded``, some long) less those of 40 bytes or more as
+    ``text`` wrote them."""
+    longs = list(itertools.compress(range(len(toks)), map(_MAYBE_LONG.__le__, map(len, toks))))
+    written: list[str] = []
+    if len(folded) == len(text):  # folded letter for letter: the same places
+        at = 0
+        for i in longs:
+            at = folded.find(toks[i], at)
+            written.append(text[at : at + len(toks[i])])
+            at += len(toks[i])
+    else:  # (ß, æ, a ligature) every run as written, paired in order with the folded
+        written = _TOKEN.findall(text)
+        # (folding that moved a boundary: what it gave is measured)
+        longs, written = list(range(len(toks))), written if len(written) == len(toks) else toks
+    drop = {i for i, w in zip(longs, written, strict=True) if len(w.encode()) >= TOKEN_MAX}
+    return [t for i, t in enumerate(toks) if i not in drop] if drop else toks
 
 
 def time_ms(ts: str) -> int:
