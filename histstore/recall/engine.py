@@ -200,12 +200,14 @@ class TextQuery:
 
 
 def text_query(
-    searcher: tantivy.Searcher, sch: tantivy.Schema, terms: Iterable[Sequence[str]]
+    searcher: tantivy.Searcher, sch: tantivy.Schema, words: Iterable[str]
 ) -> TextQuery | None:
+    """Each word (a query term as written) made into the index's tokens by the
+    index's own analyzer: a phrase of them, in every field."""
     clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
     per_field: dict[str, list[tuple[tantivy.Occur, tantivy.Query]]] = {}
-    for term in terms:
-        toks = analyze(" ".join(term))
+    for word in words:
+        toks = analyze(word)
         if not toks:
             continue
         for f in FIELDS:

@@ -87,16 +87,21 @@ def _long_dropped(text: str, folded: str, toks: list[str]) -> list[str]:
     ``text`` wrote them."""
     longs = list(itertools.compress(range(len(toks)), map(_MAYBE_LONG.__le__, map(len, toks))))
     written: list[str] = []
-    if len(folded) == len(text):  # folded letter for letter: the same places
+    if len(folded) == len(text) and not _MARKS.search(text):
+        # folded letter for letter (only a mark folds to nothing): the same places
         at = 0
         for i in longs:
             at = folded.find(toks[i], at)
             written.append(text[at : at + len(toks[i])])
             at += len(toks[i])
-    else:  # (ß, æ, a ligature) every run as written, paired in order with the folded
-        written = _TOKEN.findall(text)
-        # (folding that moved a boundary: what it gave is measured)
-        longs, written = list(range(len(toks))), written if len(written) == len(toks) else toks
+    else:
+        # (ß, æ, a ligature, a mark) the runs as written, paired in order; a
+        # pair that does not fold to its token (folding moved a boundary) is
+        # measured as folded
+        runs = _TOKEN.findall(text)
+        if len(runs) != len(toks):
+            runs = toks
+        written = [runs[i] if fold(runs[i]) == toks[i] else toks[i] for i in longs]
     drop = {i for i, w in zip(longs, written, strict=True) if len(w.encode()) >= TOKEN_MAX}
     return [t for i, t in enumerate(toks) if i not in drop] if drop else toks
 
@@ -121,17 +126,26 @@ def time_ms(ts: str) -> int:
 
 
 class Query:
-    """A query reduced to its informative terms, each a phrase of tokens."""
+    """A query reduced to its informative terms, each a phrase of tokens, and
+    each term's word as written (``words``: what the engine's own analyzer
+    reads, so a term is the index's tokens in every script — Python folds
+    Hangul to jamo and splits Devanagari at its vowel signs, Tantivy does not)."""
 
-    __slots__ = ("terms", "text")
+    __slots__ = ("terms", "text", "words")
 
-    def __init__(self, text: str, terms: tuple[tuple[str, ...], ...]) -> None:
+    def __init__(
+        self,
+        text: str,
+        terms: tuple[tuple[str, ...], ...],
+        words: tuple[str, ...] | None = None,
+    ) -> None:
         self.text = text
         self.terms = terms
+        self.words = words if words is not None else tuple(" ".join(t) for t in terms)
 
     @classmethod
     def parse(cls, text: str) -> Query:
-        seen: dict[tuple[str, ...], None] = {}
+        seen: dict[tuple[str, ...], str] = {}
         for word in text.split():
             bare = word.lower().replace("\u2019", "'").strip(_PUNCT)
             if bare in FUNCTION_WORDS:  # before tokens: "don't" is one function word
@@ -141,8 +155,8 @@ class Query:
                 continue
             if all(t in FUNCTION_WORDS for t in toks) and len(toks) > 1:
                 continue
-            seen.setdefault(toks, None)
-        return cls(text, tuple(seen))
+            seen.setdefault(toks, word)
+        return cls(text, tuple(seen), tuple(seen.values()))
 
 
 class Scope:

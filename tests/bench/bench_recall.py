@@ -328,10 +328,10 @@ def engine_call(rs: RecallStore, qc: QueryClass) -> Callable[[], int]:
     index = engine.open_index(path)
     searcher = index.searcher()
     scope = Scope.of(rs.scope(qc), days=qc.days)
-    terms = Query.parse(qc.text).terms
+    words = Query.parse(qc.text).words
 
     def call() -> int:
-        tq = engine.text_query(searcher, index.schema, terms)
+        tq = engine.text_query(searcher, index.schema, words)
         if tq is None:
             return 0
         full = engine.with_filters(
