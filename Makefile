@@ -7,10 +7,12 @@ SRC    := histstore plumbing porcelain
 
 .PHONY: demo test test-deep lint typecheck unit bench clean
 
+# (setuptools warns on every editable install that histstore/ shares the
+# package's name: this layout is meant, so that one warning is not shown)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 # Build a demo store in a temporary folder from the sample the repo ships,

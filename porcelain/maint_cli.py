@@ -86,10 +86,10 @@ def gc(
 
 def _print_gc(r: dict[str, Any]) -> None:
     would = r["dry_run"]
-    head = "would free" if would else "freed"
+    say(f"{'would free' if would else 'freed'} {size_text(r['bytes_freed'])}")
     say(
-        f"{head} {size_text(r['bytes_freed'])}: {size_text(r['bytes_before'])} of objects "
-        f"{'would be' if would else 'are now'} {size_text(r['bytes_after'])}"
+        f"  objects: {size_text(r['bytes_before'])} -> {size_text(r['bytes_after'])}"
+        + (" (estimated)" if would else "")
     )
     say(
         f"  {plural(r['pruned'], 'object')} nothing reaches "

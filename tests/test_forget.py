@@ -366,6 +366,18 @@ def test_export_bad_format(filled: HS) -> None:
     assert r.exit_code == 2 and "unknown export format 'pdf'" in r.stderr
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "markdown"])
+def test_export_into_a_folder_that_does_not_exist_is_refused(
+    filled: HS, tmp_path: Path, fmt: str
+) -> None:
+    target = tmp_path / "no" / "such" / "out.txt"
+    r = filled("export", "--format", fmt, "-o", str(target))
+    assert r.exit_code == 4 and r.stdout == ""
+    assert r.stderr.startswith(f"hs: error: --output {target}: there is no folder {target.parent}")
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "no").exists()
+
+
 # --------------------------------------------------------------- ops and undo
 
 

@@ -234,6 +234,10 @@ def test_export_o_writes_the_session_file(hs: HS, claude: dict[str, Path], tmp_p
     r = hs("export", "--format", "claude-code", "--session", SID, "-o", str(tmp_path / "s.jsonl"))
     assert r.exit_code == 0 and r.stdout == ""
     assert (tmp_path / "s.jsonl").read_bytes() == claude["main"].read_bytes()
+    missing = tmp_path / "nowhere" / "s.jsonl"
+    r = hs("export", "--format", "claude-code", "--session", SID, "-o", str(missing))
+    assert r.exit_code == 4 and "there is no folder" in r.stderr
+    assert not missing.parent.exists()
 
 
 def fork_records() -> list[dict[str, Any]]:

@@ -41,7 +41,7 @@ from typing import Any
 
 from histstore.errors import BadInput, CorruptObject, CorruptStore, NotFound
 from histstore.recall.index import compact as compact_index
-from histstore.store import repack
+from histstore.store import packs, repack
 from histstore.store.codec import is_object_id
 from histstore.store.kinds import parse
 from histstore.store.objectstore import DiskObjectStore
@@ -428,9 +428,11 @@ def _fresh_objects(objects: DiskObjectStore, threshold: float) -> set[str]:
 
 
 def _estimate(objects: DiskObjectStore, p: Plan) -> int:
-    """The new pack's size, guessed from the frames it would copy (their
-    compression now; a dictionary makes it smaller)."""
-    total = 0
+    """The new pack's size with its index, guessed from the frames it would
+    copy (their compression now; a dictionary makes them smaller)."""
+    if not p.keep:
+        return 0
+    total = len(packs.pack_header()) + packs.IDX_HEAD + len(p.keep) * packs.REC_SIZE + 32
     sizes: dict[str, int] = {}
     for pack in p.rewrite:
         for raw, _, length in pack.entries():

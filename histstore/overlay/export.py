@@ -116,7 +116,7 @@ def export(
     (atomically, and never inside the store) and nothing yielded."""
     if fmt not in FORMATS:
         raise BadInput(f"unknown export format {fmt!r}", hint="use jsonl or markdown")
-    target = store.check_outside(output, "--output") if output is not None else None
+    target = store.check_output_file(output, "--output") if output is not None else None
     check_agent(store, agent)  # before anything is written
     turns = exported_turns(store, session=session, project=project, since=since, agent=agent)
     if fmt == "jsonl":

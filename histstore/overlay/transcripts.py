@@ -469,7 +469,7 @@ def export_transcript(
     ``directory`` in the agent's layout (atomically each, never inside the
     store); the paths written."""
     if output is not None:
-        target = store.check_outside(output, "--output")
+        target = store.check_output_file(output, "--output")
         atomic_write(target, t.main.data)
         return [target]
     if directory is None:

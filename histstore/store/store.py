@@ -271,6 +271,18 @@ class Store:
             )
         return target
 
+    def check_output_file(self, path: Path, what: str) -> Path:
+        """A file a person named for a command to write (``-o FILE``): outside
+        the store, in a folder that exists (as a shell's ``>`` wants it: a
+        mistyped folder is said, never made)."""
+        target = self.check_outside(path, what)
+        if not target.parent.is_dir():
+            raise NotFound(
+                f"{what} {path}: there is no folder {target.parent}",
+                hint="make the folder first, or name a file in one that exists",
+            )
+        return target
+
     # ------------------------------------------------------------ objects
 
     def get_json(self, object_id: str, kind: str | None = None) -> Any:
