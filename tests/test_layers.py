@@ -81,6 +81,9 @@ LAZY = {
         "without the engine (Tantivy missing) recall scans the objects"
     ),
     ("histstore.recall.index", "histstore.recall.replay"): "it loads the engine (above)",
+    ("histstore.recall.query", "tantivy"): (
+        "tokens are the index analyzer's; without Tantivy the scan approximates them"
+    ),
     ("histstore.recall.index", "histstore.recall.search"): "it loads the engine (above)",
     ("histstore.store.config", "uuid"): "only hs init makes a store id",
     ("histstore.store.config", "tomli_w"): "only a config change writes config.toml",

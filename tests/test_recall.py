@@ -28,6 +28,7 @@ from histstore.recall.query import (
     UNTRUSTED_LABEL,
     Query,
     Scope,
+    approx_tokens,
     excerpt,
     fold,
     tokens,
@@ -251,12 +252,13 @@ def test_parts_skip_what_repeats_the_prompt_and_answer() -> None:
 
 
 def test_tokens_fold_case_and_accents_like_the_index(store: Store, tmp_path: Path) -> None:
+    """tokens are the index analyzer's; approx_tokens (without the tantivy
+    package) makes the same wherever the two fold alike."""
+    for text in ("Café ÜBER login_user Straße", "한국어 로그인", "हिन्दी में", "token™ ½x ΟΔΟΣ"):
+        assert tokens(text) == engine.analyzer().analyze(text), text
     assert tokens("Café ÜBER login_user Straße") == ["cafe", "uber", "login", "user", "strasse"]
-    analyzer = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-    analyzer = analyzer.filter(tantivy.Filter.lowercase()).filter(tantivy.Filter.ascii_fold())
-    assert analyzer.build().analyze("Café ÜBER login_user Straße") == tokens(
-        "Café ÜBER login_user Straße"
-    )
+    assert approx_tokens("Café ÜBER login_user Straße") == tokens("Café ÜBER login_user Straße")
+    assert approx_tokens("한국어 로그인") == ["한국어", "로그인"]  # syllables, not jamo
     # a token of 40 bytes or more is dropped as written, before it is folded
     long = [
         "a" * 38 + "é",  # 40 bytes written, 39 folded: dropped
@@ -271,11 +273,12 @@ def test_tokens_fold_case_and_accents_like_the_index(store: Store, tmp_path: Pat
         " \u0301—" + "a" * 39 + " ß",
     ]
     for text in long:
-        assert engine.analyzer().analyze(text) == tokens(text), text
+        assert engine.analyzer().analyze(text) == approx_tokens(text), text
     # a circled letter is a letter to Tantivy, not to Python's \w: the runs as
     # written pair apart, and a long token there is measured as folded (kept)
     odd = "ß xⒶy " + "a" * 39 + " " + "é" * 20 + " Ⓑ"
-    assert tokens(odd) == ["ss", "xay", "a" * 39, "e" * 20, "b"]
+    assert approx_tokens(odd) == ["ss", "xay", "a" * 39, "e" * 20, "b"]
+    assert tokens(odd) == ["ss", "xay", "a" * 39, "b"]
     # random texts of letters that fold to other lengths, with marks at word
     # edges: wherever the two fold alike (not İ, roman numerals, a mark inside
     # a word: docs/architecture.md), they drop the same long tokens
@@ -292,13 +295,27 @@ def test_tokens_fold_case_and_accents_like_the_index(store: Store, tmp_path: Pat
         if whole.analyze(text) != _TOKEN.findall(fold(text)):
             continue  # they fold apart
         compared += 1
-        assert engine.analyzer().analyze(text) == tokens(text), text
+        assert engine.analyzer().analyze(text) == approx_tokens(text), text
     assert compared > 1500
     import_paths(
         store, [write_turns(tmp_path / "t.jsonl", [turn_record(1, asked="Un café au lait")])]
     )
     assert ids(search(store, "cafe")) == ["turn-0001"]
     assert ids(search(store, "CAFÉ", True)) == ["turn-0001"]
+
+
+def test_without_tantivy_the_scan_tokenizes_in_python(
+    filled: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    import histstore.recall.query as query_mod
+
+    monkeypatch.setattr(query_mod, "_ANALYZE", [])
+    monkeypatch.setitem(sys.modules, "tantivy", None)  # the package is not installed
+    assert tokens("Café login_user") == ["cafe", "login", "user"]
+    assert query_mod._ANALYZE[0] is approx_tokens
+    assert ids(search(filled, "login_user", True)) == ["turn-0004", "turn-0001"]
 
 
 @pytest.mark.parametrize("scan", [False, True], ids=["engine", "scan"])

@@ -21,7 +21,7 @@ from typing import Any
 import tantivy
 
 from histstore.recall.fields import FIELDS, WEIGHTS
-from histstore.recall.query import project_values
+from histstore.recall.query import index_analyzer, project_values
 
 #: the analyzer every text field uses: runs of letters and digits (``_``, ``.``,
 #: ``/``, ``-`` separate), lower case, accents folded to ASCII, tokens of 40
@@ -47,13 +47,8 @@ KEY, OBJECT, SESSION, TS, PROJ, PNAME, AGENT = (
 
 
 def analyzer() -> tantivy.TextAnalyzer:
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(40))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.ascii_fold())
-        .build()
-    )
+    analyzer: tantivy.TextAnalyzer = index_analyzer()
+    return analyzer
 
 
 _ANALYZER: tantivy.TextAnalyzer | None = None

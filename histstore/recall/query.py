@@ -14,6 +14,7 @@ import itertools
 import os
 import re
 import unicodedata
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,9 @@ def _fold_letter(m: re.Match[str]) -> str:
 
 
 def fold(text: str | None) -> str:
-    """Lower case without accents, as the index compares (``Café`` -> ``cafe``)."""
+    """Lower case without accents, as the index compares (``Café`` -> ``cafe``);
+    what decomposing split and no mark was taken from is put back together
+    (a Hangul syllable stays one)."""
     if text is None:
         return ""
     text = text.lower()
@@ -59,18 +62,49 @@ def fold(text: str | None) -> str:
         return text
     if _FOLDED.search(text):
         text = _FOLDED.sub(_fold_letter, text)
-    return _MARKS.sub("", unicodedata.normalize("NFKD", text))
+    return unicodedata.normalize("NFC", _MARKS.sub("", unicodedata.normalize("NFKD", text)))
 
 
 #: a token this long (characters) may be of 40 UTF-8 bytes or more
 _MAYBE_LONG = TOKEN_MAX // 4
 
 
+def index_analyzer() -> Any:
+    """The analyzer of the index's text fields (``hs_words``, a
+    ``tantivy.TextAnalyzer``): runs of letters and digits, those of 40 bytes
+    or more dropped, lower case, ASCII folding."""
+    import tantivy  # the scan runs without the package (approx_tokens then)
+
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(TOKEN_MAX))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .build()
+    )
+
+
+_ANALYZE: list[Callable[[str], list[str]]] = []
+
+
 def tokens(text: str) -> list[str]:
-    """Tokens as the index's analyzer makes them: runs of letters and digits,
-    case and accents folded, those of 40 bytes or more dropped — measured as
-    written, before folding, as the analyzer drops them (``Café`` is 5 bytes,
-    ``cafe`` 4)."""
+    """Tokens as the index holds them, by the index's own analyzer — of a
+    query and, in the scan, of every turn, so the two answer alike in every
+    script; without the tantivy package, as :func:`approx_tokens` makes them."""
+    if not _ANALYZE:
+        try:
+            _ANALYZE.append(index_analyzer().analyze)
+        except ImportError:
+            _ANALYZE.append(approx_tokens)
+    return _ANALYZE[0](text)
+
+
+def approx_tokens(text: str) -> list[str]:
+    """Tokens as the index's analyzer makes them, in Python: runs of letters
+    and digits, case and accents folded, those of 40 bytes or more dropped —
+    measured as written, before folding, as the analyzer drops them (``Café``
+    is 5 bytes, ``cafe`` 4). The same in Latin text; Python's folding is wider
+    elsewhere (docs/architecture.md)."""
     folded = fold(text)
     toks: list[str] = _TOKEN.findall(folded)
     # (in C where it can be: the scan asks this of every turn's every field;
