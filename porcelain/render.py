@@ -231,6 +231,8 @@ def recall_lines(ans: Any, lines: list[str]) -> list[Text]:
     """The lines of a recall answer (histstore.ops.recall.render) as a person
     sees them: each hit's date in the local zone, ids, agent and project
     painted, and the query's terms marked wherever a hit or note quotes text."""
+    from histstore.recall.query import token_spans  # recall's tokens: only recall marks them
+
     terms = [t.split() for t in ans.terms]
     hits = iter(ans.result.hits)
     out: list[Text] = []
@@ -252,7 +254,7 @@ def recall_lines(ans: Any, lines: list[str]) -> list[Text]:
         elif line.startswith("  project: "):
             out.append(Text("  project: ", paint(line[len("  project: ") :], "project")))
         elif line.startswith("  "):
-            out.append(highlight_phrases(line, terms))
+            out.append(highlight_phrases(line, terms, token_spans))
         else:
             out.append(Text(line))
     return out

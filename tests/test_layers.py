@@ -81,6 +81,9 @@ LAZY = {
         "without the engine (Tantivy missing) recall scans the objects"
     ),
     ("histstore.recall.index", "histstore.recall.replay"): "it loads the engine (above)",
+    ("histstore.porcelain.render", "histstore.recall.query"): (
+        "only a recall's answer is marked with its terms"
+    ),
     ("histstore.recall.query", "tantivy"): (
         "tokens are the index analyzer's; without Tantivy the scan approximates them"
     ),

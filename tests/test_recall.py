@@ -226,6 +226,42 @@ def test_excerpt_is_centred_on_the_first_matching_term() -> None:
     assert excerpt("login failed", Query.parse("log").terms) is None
 
 
+WRITTEN = [
+    "il-ħobż tajjeb",
+    "Azərbaycan dili",
+    "İstanbul'da kaldık",
+    "Новый год, ещё їжак",
+    "σελίδα ΟΔΟΣ",
+    "लॉगिन की समस्या",
+    "বাংলা ভাষা",
+    "ปัญหา การเข้าสู่ระบบ",
+    "שָׁלוֹם עולם",
+    "مُشكلة تسجيل",
+    "한국어 로그인",
+    "ログインが できない",
+    "Café Straße ﬁle µs token™",
+]
+
+
+@pytest.mark.parametrize("text", WRITTEN)
+def test_excerpts_and_marks_find_every_word_as_the_index_tokenizes_it(text: str) -> None:
+    """Excerpts and the marks on a recall's lines find a term where the
+    index's own tokens are, in every script (Python's folding splits or joins
+    words the index does not)."""
+    from histstore.plumbing.term import highlight_phrases
+    from histstore.recall.query import token_spans
+
+    assert [t for _, _, t in token_spans(text)] == tokens(text)
+    assert all(text[a:b] and tokens(text[a:b]) == [t] for a, b, t in token_spans(text))
+    for word in text.split():
+        terms = Query.parse(word).terms
+        if not terms:
+            continue  # a function word
+        assert excerpt("lorem " + text + " ipsum", terms) is not None, word
+        marked = highlight_phrases(text, [list(t) for t in terms], token_spans)
+        assert any(style == "match" for _, style in marked.pieces), word
+
+
 def test_parts_skip_what_repeats_the_prompt_and_answer() -> None:
     turn = turn_record(
         1,

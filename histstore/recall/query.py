@@ -275,15 +275,19 @@ def base_name(path: str) -> str:
 
 
 def excerpt(text: str, terms: tuple[tuple[str, ...], ...], width: int = EXCERPT) -> str | None:
-    """The text around the first match of any term (token-wise, ignoring case
-    and accents), whitespace collapsed; None when no term is in the text. The
-    same rule serves the engine's hits and the scan's."""
+    """The text around the first match of any term (token-wise, by the
+    index's tokens), whitespace collapsed; None when no term is in the text.
+    The same rule serves the engine's hits and the scan's."""
     flat = " ".join(text.split())
-    folded = fold(flat)
     firsts = {t[0] for t in terms}
-    if not any(f in folded for f in firsts):
-        return None  # no term's first token anywhere: the common case, decided at C speed
-    best = _first_match(flat, folded, terms, firsts)
+    # no term's first token anywhere: the common case, decided at C speed
+    if flat.isascii():
+        folded = flat.lower()
+        if not any(f in folded for f in firsts):
+            return None
+    elif firsts.isdisjoint(tokens(flat)):
+        return None
+    best = _first_match(flat, terms, firsts)
     if best is None:
         return None
     lo = max(0, best - width // 2)
@@ -299,13 +303,12 @@ def excerpt(text: str, terms: tuple[tuple[str, ...], ...], width: int = EXCERPT)
     return ("…" if lo > 0 else "") + flat[lo:hi] + ("…" if hi < len(flat) else "")
 
 
-def _first_match(
-    flat: str, folded: str, terms: tuple[tuple[str, ...], ...], firsts: set[str]
-) -> int | None:
+def _first_match(flat: str, terms: tuple[tuple[str, ...], ...], firsts: set[str]) -> int | None:
     """Where in ``flat`` the first term starts, token-wise."""
-    if len(folded) == len(flat):
-        # folding kept every position: find the first tokens by one regex over
-        # the folded text, then check the rest of the phrase after each
+    if flat.isascii():
+        # letters and digits are ASCII's tokens: find the first tokens by one
+        # regex over the lower-cased text, then check the rest of the phrase
+        folded = flat.lower()
         pattern = re.compile(
             "(?<![^\\W_])(?:" + "|".join(re.escape(f) for f in sorted(firsts)) + ")(?![^\\W_])"
         )
@@ -315,12 +318,45 @@ def _first_match(
             if any(tuple(toks[: len(t)]) == t for t in terms if t[0] == m.group()):
                 return m.start()
         return None
-    spans = [(m.start(), fold(m.group())) for m in _TOKEN.finditer(flat)]
-    words = [w for _, w in spans]
+    spans = token_spans(flat)
+    words = [w for _, _, w in spans]
     for i, w in enumerate(words):
         if w in firsts and any(tuple(words[i : i + len(t)]) == t for t in terms):
             return spans[i][0]
     return None
+
+
+_ASCII_TOKEN = re.compile(r"[A-Za-z0-9]+")
+#: whether a character is one of a token's, as the index's tokenizer decides
+_TOKEN_CHAR: dict[str, bool] = {}
+
+
+def token_spans(text: str) -> list[tuple[int, int, str]]:
+    """Each token of ``text`` as the index makes it, with where it is written:
+    (start, end, token). Where the text is not ASCII, each character is asked
+    of the index's tokenizer once (its notion of a letter is Unicode's
+    Alphabetic, wider than Python's)."""
+    if text.isascii():
+        return [
+            (m.start(), m.end(), m.group().lower())
+            for m in _ASCII_TOKEN.finditer(text)
+            if m.end() - m.start() < TOKEN_MAX
+        ]
+    out: list[tuple[int, int, str]] = []
+    start = -1
+    known = _TOKEN_CHAR
+    for i, c in enumerate(text + " "):
+        inside = c.isalnum() if c.isascii() else known.get(c)
+        if inside is None:
+            inside = known[c] = bool(tokens(c))
+        if inside and start < 0:
+            start = i
+        elif not inside and start >= 0:
+            toks = tokens(text[start:i])  # one token (none when too long)
+            if toks:
+                out.append((start, i, " ".join(toks)))
+            start = -1
+    return out
 
 
 class Hit:
