@@ -333,30 +333,35 @@ _TOKEN_CHAR: dict[str, bool] = {}
 
 def token_spans(text: str) -> list[tuple[int, int, str]]:
     """Each token of ``text`` as the index makes it, with where it is written:
-    (start, end, token). Where the text is not ASCII, each character is asked
-    of the index's tokenizer once (its notion of a letter is Unicode's
-    Alphabetic, wider than Python's)."""
+    (start, end, token). Where the text is not ASCII, each of its characters
+    is asked of the index's tokenizer once (its notion of a letter is
+    Unicode's Alphabetic, wider than Python's), and the runs of those found
+    by one regular expression."""
     if text.isascii():
         return [
             (m.start(), m.end(), m.group().lower())
             for m in _ASCII_TOKEN.finditer(text)
             if m.end() - m.start() < TOKEN_MAX
         ]
-    out: list[tuple[int, int, str]] = []
-    start = -1
     known = _TOKEN_CHAR
-    for i, c in enumerate(text + " "):
-        inside = c.isalnum() if c.isascii() else known.get(c)
-        if inside is None:
-            inside = known[c] = bool(tokens(c))
-        if inside and start < 0:
-            start = i
-        elif not inside and start >= 0:
-            toks = tokens(text[start:i])  # one token (none when too long)
-            if toks:
-                out.append((start, i, " ".join(toks)))
-            start = -1
-    return out
+    letters = []
+    for c in set(text):
+        if not c.isascii():
+            inside = known.get(c)
+            if inside is None:
+                inside = known[c] = bool(tokens(c))
+            if inside:
+                letters.append(re.escape(c))
+    runs = re.compile("[A-Za-z0-9" + "".join(sorted(letters)) + "]+")
+    found = [
+        m
+        for m in runs.finditer(text)
+        if m.end() - m.start() < _MAYBE_LONG or len(m.group().encode()) < TOKEN_MAX
+    ]
+    toks = tokens(text)
+    if len(found) == len(toks):  # the analyzer's tokens are those runs, in order
+        return [(m.start(), m.end(), t) for m, t in zip(found, toks, strict=True)]
+    return [(m.start(), m.end(), " ".join(t)) for m in found if (t := tokens(m.group()))]
 
 
 class Hit:
