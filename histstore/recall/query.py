@@ -161,9 +161,9 @@ def time_ms(ts: str) -> int:
 
 class Query:
     """A query reduced to its informative terms, each a phrase of tokens, and
-    each term's word as written (``words``: what the engine's own analyzer
-    reads, so a term is the index's tokens in every script — Python folds
-    Hangul to jamo and splits Devanagari at its vowel signs, Tantivy does not)."""
+    each term's word as written (``words``: what the engine reads with the
+    index's analyzer, so its terms are the index's tokens even where
+    ``tokens`` is Python's approximation)."""
 
     __slots__ = ("terms", "text", "words")
 
