@@ -144,36 +144,22 @@ def rendered(text: str | Text, colour: bool, *, lines: bool = True) -> str:
 # --------------------------------------------------------- matched terms
 
 
-def _fold(token: str) -> str:
-    import unicodedata
-
-    decomposed = unicodedata.normalize("NFKD", token.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
 def highlight_phrases(
     text: str | Text,
     phrases: list[list[str]],
-    token_spans: Callable[[str], list[tuple[int, int, str]]] | None = None,
+    token_spans: Callable[[str], list[tuple[int, int, str]]],
 ) -> Text:
     """``text`` with every run of tokens equal to one of ``phrases`` painted
-    ``match``: tokens are runs of letters and digits, compared ignoring case
-    and accents, as recall matches them (``login user`` marks ``login_user``,
-    ``Login-User``); the separators between a phrase's tokens are marked too.
-    ``token_spans`` gives a text's tokens with their places, as the index
-    makes them (recall's; by default letters and digits, case and accents
-    folded) — the phrases are then its tokens already."""
-    wanted = [[t if token_spans else _fold(t) for t in p] for p in phrases if p]
+    ``match``: ``token_spans`` gives a text's tokens with their places, as
+    recall's index makes them (case and accents folded: ``login user`` marks
+    ``login_user``, ``Login-User``), and the phrases are of those tokens; the
+    separators between a phrase's tokens are marked too."""
+    wanted = [p for p in phrases if p]
     if not wanted:
         return text if isinstance(text, Text) else Text(text)
-    import re
 
     def spans(s: str) -> list[tuple[int, int]]:
-        toks = (
-            token_spans(s)
-            if token_spans is not None
-            else [(m.start(), m.end(), _fold(m.group())) for m in re.finditer(r"[^\W_]+", s)]
-        )
+        toks = token_spans(s)
         out: list[tuple[int, int]] = []
         i = 0
         while i < len(toks):

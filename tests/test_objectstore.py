@@ -358,3 +358,9 @@ def test_a_multi_pack_index_over_one_pack_is_not_kept(tmp_path: Path) -> None:
     assert all(t.get(oid)[0] == "blob" for oid in ids)
     repack.write_midx(t, t.packs())
     assert not path.exists()
+
+
+def test_index_size_is_what_index_bytes_writes() -> None:
+    for n in (0, 1, 7):
+        records = [(bytes([i]) * 32, i * 10, 10) for i in range(n)]
+        assert packs.index_size(n) == len(packs.index_bytes(records)[1])

@@ -368,7 +368,7 @@ def test_a_word_of_any_script_finds_its_turn(store: Store, tmp_path: Path, scan:
     for word, turn in (("로그인", "turn-0001"), ("हिन्दी", "turn-0002"), ("समस्या", "turn-0002")):
         assert ids(search(store, word, scan)) == [turn], word
     assert ids(search(store, "CAFÉ", scan)) == ["turn-0003"]
-    assert Query.parse("the Café").words == ("Café",)  # "the" is a function word
+    assert Query.parse("the Café").terms == (("cafe",),)  # "the" is a function word
 
 
 # --------------------------------------------------------------- scope

@@ -432,7 +432,7 @@ def _estimate(objects: DiskObjectStore, p: Plan) -> int:
     copy (their compression now; a dictionary makes them smaller)."""
     if not p.keep:
         return 0
-    total = len(packs.pack_header()) + packs.IDX_HEAD + len(p.keep) * packs.REC_SIZE + 32
+    total = len(packs.pack_header()) + packs.index_size(len(p.keep))
     sizes: dict[str, int] = {}
     for pack in p.rewrite:
         for raw, _, length in pack.entries():

@@ -46,20 +46,7 @@ KEY, OBJECT, SESSION, TS, PROJ, PNAME, AGENT = (
 )
 
 
-def analyzer() -> tantivy.TextAnalyzer:
-    analyzer: tantivy.TextAnalyzer = index_analyzer()
-    return analyzer
-
-
-_ANALYZER: tantivy.TextAnalyzer | None = None
-
-
-def analyze(text: str) -> list[str]:
-    """Tokens as the index holds them."""
-    global _ANALYZER
-    if _ANALYZER is None:
-        _ANALYZER = analyzer()
-    return list(_ANALYZER.analyze(text))
+analyzer = index_analyzer
 
 
 def schema() -> tantivy.Schema:
@@ -195,14 +182,13 @@ class TextQuery:
 
 
 def text_query(
-    searcher: tantivy.Searcher, sch: tantivy.Schema, words: Iterable[str]
+    searcher: tantivy.Searcher, sch: tantivy.Schema, terms: Iterable[Sequence[str]]
 ) -> TextQuery | None:
-    """Each word (a query term as written) made into the index's tokens by the
-    index's own analyzer: a phrase of them, in every field."""
+    """Each term (the index's tokens: query.tokens is the index's analyzer) a
+    phrase of them, in every field."""
     clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
     per_field: dict[str, list[tuple[tantivy.Occur, tantivy.Query]]] = {}
-    for word in words:
-        toks = analyze(word)
+    for toks in terms:
         if not toks:
             continue
         for f in FIELDS:

@@ -160,26 +160,17 @@ def time_ms(ts: str) -> int:
 
 
 class Query:
-    """A query reduced to its informative terms, each a phrase of tokens, and
-    each term's word as written (``words``: what the engine reads with the
-    index's analyzer, so its terms are the index's tokens even where
-    ``tokens`` is Python's approximation)."""
+    """A query reduced to its informative terms, each a phrase of tokens."""
 
-    __slots__ = ("terms", "text", "words")
+    __slots__ = ("terms", "text")
 
-    def __init__(
-        self,
-        text: str,
-        terms: tuple[tuple[str, ...], ...],
-        words: tuple[str, ...] | None = None,
-    ) -> None:
+    def __init__(self, text: str, terms: tuple[tuple[str, ...], ...]) -> None:
         self.text = text
         self.terms = terms
-        self.words = words if words is not None else tuple(" ".join(t) for t in terms)
 
     @classmethod
     def parse(cls, text: str) -> Query:
-        seen: dict[tuple[str, ...], str] = {}
+        seen: dict[tuple[str, ...], None] = {}
         for word in text.split():
             bare = word.lower().replace("\u2019", "'").strip(_PUNCT)
             if bare in FUNCTION_WORDS:  # before tokens: "don't" is one function word
@@ -189,8 +180,8 @@ class Query:
                 continue
             if all(t in FUNCTION_WORDS for t in toks) and len(toks) > 1:
                 continue
-            seen.setdefault(toks, word)
-        return cls(text, tuple(seen), tuple(seen.values()))
+            seen.setdefault(toks, None)
+        return cls(text, tuple(seen))
 
 
 class Scope:

@@ -62,6 +62,11 @@ def _fanout(raws: list[bytes]) -> list[int]:
     return counts
 
 
+def index_size(count: int) -> int:
+    """The bytes of a pack index of ``count`` objects (what index_bytes writes)."""
+    return IDX_HEAD + count * REC_SIZE + 32  # the trailer: a blake3 digest
+
+
 def index_bytes(records: list[tuple[bytes, int, int]]) -> tuple[str, bytes]:
     """(the pack's name, its index's bytes) for (raw id, offset, length) records
     (sorted here)."""

@@ -328,10 +328,10 @@ def engine_call(rs: RecallStore, qc: QueryClass) -> Callable[[], int]:
     index = engine.open_index(path)
     searcher = index.searcher()
     scope = Scope.of(rs.scope(qc), days=qc.days)
-    words = Query.parse(qc.text).words
+    terms = Query.parse(qc.text).terms
 
     def call() -> int:
-        tq = engine.text_query(searcher, index.schema, words)
+        tq = engine.text_query(searcher, index.schema, terms)
         if tq is None:
             return 0
         full = engine.with_filters(
