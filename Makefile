@@ -56,9 +56,14 @@ TEST_TMP := $(shell df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 && $$4 > 1048576 
 # The sources are compiled first: the tests start ~100 `hs` and python
 # processes, and where PYTHONDONTWRITEBYTECODE is set each would compile
 # every module it loads again.
+# The allocator keeps what it freed (one arena, no trimming, no mmap per big
+# block): each Tantivy commit allocates and zeroes a table of a few MB, and
+# with glibc's defaults every commit faults those pages in afresh — ~1,000
+# commits in the suite, ~35% of their CPU. Only the tests' processes run so.
+TEST_MALLOC := MALLOC_ARENA_MAX=1 GLIBC_TUNABLES=glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=268435456
 unit: $(STAMP)
 	@$(BIN)/python -m compileall -q $(SRC) >/dev/null
-	$(if $(TEST_TMP),TMPDIR=$(TEST_TMP)) $(BIN)/pytest -n 2 --dist worksteal
+	$(TEST_MALLOC) $(if $(TEST_TMP),TMPDIR=$(TEST_TMP)) $(BIN)/pytest -n 2 --dist worksteal
 
 # The linters and the type check run beside the suite: its workers wait on
 # the processes the tests start often enough to leave them room.
@@ -69,7 +74,7 @@ test: $(STAMP)
 # (many more of them), the lock-contention loop for longer, the capture runs
 # over 1,000 turns instead of 50. Not run by CI.
 test-deep: $(STAMP)
-	HS_HYPOTHESIS_PROFILE=deep HS_SYNC_EXAMPLES=400 HS_LOCK_LOOP_SECONDS=60 HS_CAPTURE_TURNS=1000 $(BIN)/pytest -n 2
+	$(TEST_MALLOC) HS_HYPOTHESIS_PROFILE=deep HS_SYNC_EXAMPLES=400 HS_LOCK_LOOP_SECONDS=60 HS_CAPTURE_TURNS=1000 $(BIN)/pytest -n 2
 
 # Benchmarks live in tests/bench/bench_*.py (not collected by `make test`); figures are
 # printed at the end of the run. BENCH_ARGS passes extra pytest options (e.g. -k 10k).

@@ -197,7 +197,7 @@ def test_writers_killed_at_random_never_overlap(tmp_path: Path, store: Store) ->
     said so. Were two ever inside at once, an increment would be lost: the
     counter must be at least the increments acknowledged, and at most those
     plus the writers killed (a killed one may have written before dying)."""
-    seconds = float(os.environ.get("HS_LOCK_LOOP_SECONDS", "1.5"))
+    seconds = float(os.environ.get("HS_LOCK_LOOP_SECONDS", "0.8"))
     counter = tmp_path / "counter"
     counter.write_text("0")
     rng = random.Random(7)
