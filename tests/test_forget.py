@@ -420,6 +420,21 @@ def test_undo_conflicting_with_a_later_operation_changes_nothing(
     assert r.exit_code == 4
 
 
+@pytest.mark.parametrize("given", ["", "  "])
+def test_undo_of_an_empty_operation_id_is_refused(filled: HS, store_path: Path, given: str) -> None:
+    """An empty id (``hs undo "$OP"`` with OP unset) is a prefix of every
+    operation: it named the newest one and undid it. It is refused."""
+    before = snapshot(store_path)
+    r = filled("undo", given)
+    assert r.exit_code == 2, r.stdout
+    assert r.stdout == ""
+    assert r.stderr == (
+        "hs: error: the operation id is empty; hint: name one from `hs ops`, "
+        "or give none to undo the last\n"
+    )
+    assert snapshot(store_path) == before
+
+
 # --------------------------------------------------------------- log and show
 
 

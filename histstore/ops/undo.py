@@ -27,12 +27,17 @@ PURGE_KIND = "purge"
 
 
 def find_operation(store: Store, op_id: str | None) -> Operation:
+    want = None if op_id is None else op_id.strip().lower()
+    if want == "":  # a prefix of every operation: never taken for the newest
+        raise BadInput(
+            "the operation id is empty",
+            hint="name one from `hs ops`, or give none to undo the last",
+        )
     ops = store.operations()
     if not ops:
         raise NotFound("no operation to undo: the store has recorded nothing yet")
-    if op_id is None:
+    if want is None:
         return ops[-1]
-    want = op_id.strip().lower()
     found = [o for o in ops if o.op.startswith(want)]
     if not found and want:
         # an operation id from before hs upgrade: the entry it became
