@@ -50,9 +50,10 @@ class HsGroup(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
-        if self.TERM_OPTIONS:
-            for cmd in self.commands.values():
-                if not isinstance(cmd, TyperGroup):
+        for cmd in self.commands.values():
+            if not isinstance(cmd, TyperGroup):
+                _refuse_blank_values(cmd)
+                if self.TERM_OPTIONS:
                     _add_term_options(cmd)
 
     def main(  # type: ignore[override]
@@ -228,6 +229,61 @@ def _add_term_options(cmd: Any) -> None:
                 help="Print straight to the terminal, not through $HS_PAGER, $PAGER or less.",
             )
         )
+
+
+#: (command, parameter) whose empty value has a documented meaning:
+#: update-ref's NEW and --old ("-", "none" or empty: no object)
+BLANK_MEANS = frozenset({("update-ref", "new"), ("update-ref", "old")})
+
+
+def _refuse_blank_values(cmd: Any) -> None:
+    """An option given an empty or blank value (``--since ''``,
+    ``--memory-dir "$DIR"`` with DIR unset), or a path argument given one, is
+    a usage error (exit 2) before the command runs: typer reads ``''`` as
+    the current directory, and a command would take it for "every session"
+    or "the newest". An option whose default is ``''`` takes it as left out.
+    The other arguments (an id, a query, a target) are the library's to
+    refuse, each with its own hint."""
+    make_parser = cmd.make_parser
+
+    def checked_parser(ctx: Any) -> Any:
+        parser = make_parser(ctx)
+        parse = parser.parse_args
+
+        def parse_args(args: list[str]) -> Any:
+            opts, rest, order = parse(args)
+            if not ctx.resilient_parsing:
+                _check_blank(cmd, ctx, opts)
+            return opts, rest, order
+
+        parser.parse_args = parse_args
+        return parser
+
+    cmd.make_parser = checked_parser
+
+
+def _check_blank(cmd: Any, ctx: Any, opts: dict[str, Any]) -> None:
+    from typer.core import TyperOption
+    from typer.models import TyperPath
+
+    for p in cmd.params:
+        if p.name not in opts or (cmd.name, p.name) in BLANK_MEANS:
+            continue
+        option = isinstance(p, TyperOption)
+        if (option and p.is_flag) or (not option and not isinstance(p.type, TyperPath)):
+            continue
+        if p.default == "":
+            continue
+        raw = opts[p.name]
+        values = raw if isinstance(raw, list | tuple) else [raw]
+        if not any(isinstance(v, str) and not v.strip() for v in values):
+            continue
+        if option:
+            label = max((o for o in p.opts if o.startswith("--")), key=len, default=p.opts[0])
+            hint = "give it a value, or leave the option out"
+        else:
+            label, hint = p.human_readable_name, "name a file or folder (. for this one)"
+        raise Usage(f"{_path(ctx)}: {label} is empty", ctx, hint=hint)
 
 
 def _is_cli_signal(e: Exception) -> bool:

@@ -93,6 +93,8 @@ def parse(argv: list[str], command: str, spec: Spec) -> tuple[str | None, dict[s
             rest.append(a)
             continue
         key = values[name]
+        if not value.strip():
+            return None  # the full CLI refuses an empty value (plumbing/common.py)
         if key == "color" and value not in COLOR_CHOICES:
             return None  # the full CLI's usage line says why
         if key in spec.numbers:

@@ -76,6 +76,76 @@ def test_a_usage_error_is_one_line_with_exit_2(hs: HS, args: list[str], line: st
     assert _run(hs, *args) == (2, "", line + "\n")
 
 
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        # the quick path (log) hands an empty value to the full CLI, which refuses it
+        (["log", "--since", ""], "hs log: --since is empty"),
+        (["log", "--session", "  "], "hs log: --session is empty"),
+        (["recall", "--agent", "", "login"], "hs recall: --agent is empty"),
+        (["export", "-o", ""], "hs export: --output is empty"),
+        (["export", "--session="], "hs export: --session is empty"),
+        (["restore", "x", "--to", ""], "hs restore: --to is empty"),
+        (["memory", "snapshot", "--memory-dir", ""], "hs memory snapshot: --memory-dir is empty"),
+        (["memory", "dir", "--set", " "], "hs memory dir: --set is empty"),
+        (["forgotten", "--agent", ""], "hs forgotten: --agent is empty"),
+    ],
+)
+def test_an_empty_option_value_is_refused_and_changes_nothing(
+    hs: HS,
+    store_path: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    line: str,
+) -> None:
+    """``--memory-dir "$DIR"`` with DIR unset: typer took '' for the current
+    directory, a command took it for every session; it is a usage error."""
+    monkeypatch.chdir(tmp_path)
+    hs("init")
+    hs("import", str(DEMO))
+    before = _files(tmp_path)
+    code, out, err = _run(hs, *args)
+    assert (code, out) == (2, "")
+    assert err == f"hs: error: {line}; hint: give it a value, or leave the option out\n"
+    assert _files(tmp_path) == before
+
+
+@pytest.mark.parametrize("args", [["import", ""], ["import", str(DEMO), "  "], ["watch", ""]])
+def test_an_empty_path_argument_is_refused(
+    hs: HS, store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    """``hs import ''`` imported the current directory."""
+    monkeypatch.chdir(tmp_path)
+    hs("init")
+    before = _files(tmp_path)
+    code, out, err = _run(hs, *args)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"hs: error: hs {args[0]}: PATHS is empty; hint: name a file or folder (. for this one)\n"
+    )
+    assert _files(tmp_path) == before
+
+
+def test_an_empty_value_that_means_something_is_taken(hs: HS) -> None:
+    """update-ref's NEW and --old: empty is documented as "no object"
+    (docs/cli.md); show-ref's prefix: empty is its default (every ref)."""
+    hs("init")
+    hs("import", str(DEMO))
+    refs = hs.json_lines("plumbing", "show-ref", "")
+    assert refs and refs == hs.json_lines("plumbing", "show-ref")
+    name = next(r["ref"] for r in refs if r["ref"].startswith("sessions/"))
+    code, _, err = _run(hs, "plumbing", "update-ref", "--old", "", "heads/none", "")
+    assert code == 0, err
+    code, _, err = _run(hs, "plumbing", "update-ref", name, "")
+    assert code == 0, err
+    assert name not in {r["ref"] for r in hs.json_lines("plumbing", "show-ref")}
+
+
 def test_hs_alone_prints_its_help(hs: HS) -> None:
     code, out, err = _run(hs)
     assert code == 0 and err == ""

@@ -378,6 +378,31 @@ def test_export_into_a_folder_that_does_not_exist_is_refused(
     assert not (tmp_path / "no").exists()
 
 
+def test_export_onto_a_folder_is_refused_and_leaves_no_copy(filled: HS, tmp_path: Path) -> None:
+    """A folder named as the output file: refused before anything is written
+    (it used to fail at the rename, leaving the whole export in a temporary
+    file beside it)."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    r = filled("export", "-o", str(folder))
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr == (
+        f"hs: error: --output {folder} is a folder; hint: name a file in it, or another file\n"
+    )
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert list(folder.iterdir()) == []
+
+
+def test_a_failed_rename_leaves_no_temporary_file(tmp_path: Path) -> None:
+    from histstore.store.fsutil import atomic_write
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "x").write_text("a file in it")
+    with pytest.raises(OSError):
+        atomic_write(tmp_path / "d", b"secret data")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d", "home"]
+
+
 # --------------------------------------------------------------- ops and undo
 
 

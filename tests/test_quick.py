@@ -121,6 +121,9 @@ def test_a_store_that_is_not_there_fails_as_in_the_cli(
         ["log", "extra"],
         ["log", "--", "x"],
         ["log", "--json=1"],
+        ["log", "--since", ""],  # an empty value: the full CLI refuses it
+        ["log", "--session=  "],
+        ["recall", "--project", "", "login"],
         ["show"],
         ["show", "a", "b"],
         ["show", "--full"],

@@ -84,7 +84,12 @@ def atomic_write(path: Path, data: bytes, *, sync: bool = True, sync_dir: bool =
             os.unlink(tmp)
         raise
     os.close(fd)
-    os.replace(tmp, path)
+    try:
+        os.replace(tmp, path)
+    except BaseException:  # (a folder at path): no copy of the data is left beside it
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     if sync and sync_dir:
         fsync_dir(path.parent)
 

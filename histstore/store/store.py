@@ -281,6 +281,8 @@ class Store:
                 f"{what} {path}: there is no folder {target.parent}",
                 hint="make the folder first, or name a file in one that exists",
             )
+        if target.is_dir():
+            raise BadInput(f"{what} {path} is a folder", hint="name a file in it, or another file")
         return target
 
     # ------------------------------------------------------------ objects
