@@ -26,6 +26,8 @@ app = new_app(
 
 
 def _read_input(path: str) -> bytes:
+    if not path.strip():  # typer's '' would be the current directory
+        raise BadInput("the path is empty", hint="name a file, or - for stdin")
     if path == "-":
         return sys.stdin.buffer.read()
     try:

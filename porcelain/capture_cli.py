@@ -212,9 +212,7 @@ def hooks_status(
     from histstore.capture.journal import Journal, summary
     from histstore.store.config import CONFIG_NAME
 
-    agents = [agent] if agent else list(hooks.AGENTS)
-    for a in agents:
-        hooks.events_of(a)
+    agents = hooks.agents_named(agent)
     store = store_path(ctx).absolute()
     have_store = (store / CONFIG_NAME).is_file()
     journal = Journal.of_store(store)

@@ -275,12 +275,10 @@ def register(app: typer.Typer) -> None:
 
         Example: hs remote add usb /media/usb/hs
         """
-        from pathlib import Path
-
         from histstore.sync.remotes import add_remote
 
         store = open_store(ctx)
-        remote = add_remote(store, name, Path(path))
+        remote = add_remote(store, name, path)
         info = _remote_info(store, remote)
         if json_out:
             typer.echo(json.dumps(info, ensure_ascii=False))

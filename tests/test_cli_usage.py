@@ -131,6 +131,39 @@ def test_an_empty_path_argument_is_refused(
     assert _files(tmp_path) == before
 
 
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["restore", ""], "the session id is empty; hint: name a session; see them with `hs log`"),
+        (
+            ["memory", "scan", " "],
+            "the session id is empty; hint: name a session; see them with `hs log`",
+        ),
+        (["plumbing", "hash-object", ""], "the path is empty; hint: name a file, or - for stdin"),
+        (
+            ["remote", "add", "r2", ""],
+            "the remote's folder is empty; hint: name the other store's folder",
+        ),
+        (["hooks", "status", ""], "unknown agent ''; hint: use one of claude-code, codex"),
+    ],
+)
+def test_an_empty_argument_is_refused_by_the_command(
+    hs: HS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], line: str
+) -> None:
+    """An empty session prefix matched every session (with one, ``hs restore
+    ''`` restored it); an empty path or folder was the current one; an empty
+    agent was every agent."""
+    monkeypatch.chdir(tmp_path)
+    hs("init")
+    one = next((DEMO / "-home-dev-src-webshop").glob("*.jsonl"))
+    hs("import", str(one))  # one session: an empty prefix names only it
+    assert len(hs.json_lines("plumbing", "show-ref", "sessions/")) == 1
+    before = _files(tmp_path)
+    code, out, err = _run(hs, *args)
+    assert (code, out, err) == (2, "", f"hs: error: {line}\n")
+    assert _files(tmp_path) == before
+
+
 def test_an_empty_value_that_means_something_is_taken(hs: HS) -> None:
     """update-ref's NEW and --old: empty is documented as "no object"
     (docs/cli.md); show-ref's prefix: empty is its default (every ref)."""

@@ -351,6 +351,39 @@ def test_log_diff_show_and_restore_round_trip(hs: HS, mem: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("target", "error"),
+    [
+        (
+            "use-tabs@",
+            "'use-tabs@' names no revision after the @; hint: NAME@REV, e.g. "
+            "use-tabs@~1; without the @, the newest",
+        ),
+        (
+            "use-tabs@ ",
+            "'use-tabs@ ' names no revision after the @; hint: NAME@REV, e.g. "
+            "use-tabs@~1; without the @, the newest",
+        ),
+        ("  @~1", "'  @~1' names no note before the @; hint: NAME@REV, e.g. use-tabs@~1"),
+    ],
+)
+def test_an_empty_name_or_revision_around_the_at_is_refused(
+    hs: HS, mem: Path, target: str, error: str
+) -> None:
+    """``use-tabs@"$REV"`` with REV unset was the newest revision: restore
+    wrote it over a local edit."""
+    hs(*write_args(), "--yes")
+    _revise(hs, "Tabs in Go", "Second version.")
+    (mem / "feedback_use-tabs.md").write_text("a local edit\n")
+    before = {p.name: p.read_bytes() for p in mem.iterdir()}
+    ops = hs("ops").stdout
+    for args in (["memory", "show", target], ["memory", "restore", target, "--yes"]):
+        r = hs(*args)
+        assert (r.exit_code, r.stdout, r.stderr) == (2, "", f"hs: error: {error}\n"), args
+    assert {p.name: p.read_bytes() for p in mem.iterdir()} == before
+    assert hs("ops").stdout == ops
+
+
 def test_undo_of_a_write_puts_the_files_and_the_ref_back(
     hs: HS, mem: Path, store_path: Path
 ) -> None:

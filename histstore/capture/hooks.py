@@ -55,6 +55,12 @@ def _agent(agent: str) -> str:
     return agent
 
 
+def agents_named(agent: str | None) -> list[str]:
+    """The agents a command names: that one (checked; an empty name is no
+    agent), or every one when none is named."""
+    return list(AGENTS) if agent is None else [_agent(agent)]
+
+
 def events_of(agent: str) -> dict[str, int]:
     return CLAUDE_EVENTS if _agent(agent) == "claude-code" else CODEX_EVENTS
 

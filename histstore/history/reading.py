@@ -232,6 +232,8 @@ def raw_records(store: Store, turn: dict[str, Any]) -> list[str]:
 
 
 def resolve_session(store: Store, text: str) -> str:
+    if not text.strip():  # a prefix of every session: never taken for the only one
+        raise BadInput("the session id is empty", hint="name a session; see them with `hs log`")
     refs = store.session_refs(text)
     if text in refs:
         return text

@@ -141,8 +141,20 @@ def resolve_rev(store: Store, scope: Scope, text: str | None) -> Revision:
 
 
 def split_name_rev(text: str) -> tuple[str, str | None]:
+    """``NAME@REV`` as (name, rev); a text without ``@`` as (text, None). An
+    ``@`` with nothing after it, or nothing but blanks before it, is refused:
+    ``use-tabs@"$REV"`` with REV unset never means the newest revision."""
     name, sep, rev = text.rpartition("@")
-    return (name, rev) if sep and name else (text, None)
+    if not sep:
+        return text, None
+    if not name.strip():
+        raise BadInput(f"{text!r} names no note before the @", hint="NAME@REV, e.g. use-tabs@~1")
+    if not rev.strip():
+        raise BadInput(
+            f"{text!r} names no revision after the @",
+            hint="NAME@REV, e.g. use-tabs@~1; without the @, the newest",
+        )
+    return name, rev
 
 
 @dataclass(frozen=True)

@@ -94,11 +94,14 @@ def overlap_of(path: Path, store: Store) -> str | None:
     return None
 
 
-def add_remote(store: Store, name: str, path: Path) -> Remote:
-    """Record a remote in ``config.toml`` (under the store lock). The path need
-    not hold a store yet (``hs push --init`` makes one); it must not be a file."""
+def add_remote(store: Store, name: str, location: str | Path) -> Remote:
+    """Record a remote in ``config.toml`` (under the store lock). The folder
+    need not hold a store yet (``hs push --init`` makes one); it must not be a
+    file, nor be given as an empty text (which a Path reads as this folder)."""
     check_remote_name(name)
-    path = Path(path).expanduser().absolute()
+    if isinstance(location, str) and not location.strip():
+        raise BadInput("the remote's folder is empty", hint="name the other store's folder")
+    path = Path(location).expanduser().absolute()
     if path.exists() and not path.is_dir():
         raise BadInput(f"{path} is a file, not a store folder", hint="give a folder for the remote")
     overlap = overlap_of(path, store)
