@@ -603,6 +603,11 @@ def forget(
     from histstore.ops.forget import forget as do_forget
     from histstore.ops.forget import forgotten, resolve_target
 
+    if list_ and target is not None:
+        raise BadInput(
+            f"--list takes no target ({target!r}): it lists every marker",
+            hint="hs forget --list [--agent NAME]",
+        )
     store = open_store(ctx)
     if list_:
         _print_forgotten_list(forgotten(store, agent=agent), json_out)

@@ -256,6 +256,26 @@ def test_forgotten_lists_markers_and_narrates_stale_ones(filled: HS, tmp_path: P
     assert f"stale: session {SID_B} is not in the store" in out and "private" in out
 
 
+def test_list_with_a_target_is_refused(filled: HS, store_path: Path) -> None:
+    """``hs forget --list TARGET`` listed every marker, the target unread;
+    ``hs purge --list TARGET`` likewise: one or the other."""
+    before = snapshot(store_path)
+    r = filled("forget", "--list", SID_A)
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == (
+        f"hs: error: --list takes no target ('{SID_A}'): it lists every marker; "
+        "hint: hs forget --list [--agent NAME]\n"
+    )
+    for args in (["purge", "--list", SID_A], ["purge", "--list", "--text", "x"]):
+        r = filled(*args)
+        assert (r.exit_code, r.stdout) == (2, ""), args
+        assert r.stderr == (
+            "hs: error: --list takes no target or --text: it lists every purge; "
+            "hint: hs purge --list\n"
+        )
+    assert snapshot(store_path) == before
+
+
 def test_forgotten_never_shows_an_excluded_targets_text(
     filled: HS, store_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
