@@ -50,6 +50,7 @@ class HsGroup(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
+        _refuse_blank_values(self)  # the group's own options: hs -C '', hs mcp --drafts ''
         for cmd in self.commands.values():
             if not isinstance(cmd, TyperGroup):
                 _refuse_blank_values(cmd)
@@ -231,9 +232,9 @@ def _add_term_options(cmd: Any) -> None:
         )
 
 
-#: (command, parameter) whose empty value has a documented meaning:
-#: update-ref's NEW and --old ("-", "none" or empty: no object)
-BLANK_MEANS = frozenset({("update-ref", "new"), ("update-ref", "old")})
+#: (command, option) whose empty value has a documented meaning: update-ref's
+#: --old ("-", "none" or empty: absent; its NEW, an argument, is not checked)
+BLANK_MEANS = frozenset({("update-ref", "old")})
 
 
 def _refuse_blank_values(cmd: Any) -> None:
@@ -251,8 +252,9 @@ def _refuse_blank_values(cmd: Any) -> None:
         parse = parser.parse_args
 
         def parse_args(args: list[str]) -> Any:
+            asks_help = any(a in ctx.help_option_names for a in args)
             opts, rest, order = parse(args)
-            if not ctx.resilient_parsing:
+            if not ctx.resilient_parsing and not asks_help:  # --help wins, as before
                 _check_blank(cmd, ctx, opts)
             return opts, rest, order
 
@@ -278,12 +280,13 @@ def _check_blank(cmd: Any, ctx: Any, opts: dict[str, Any]) -> None:
         values = raw if isinstance(raw, list | tuple) else [raw]
         if not any(isinstance(v, str) and not v.strip() for v in values):
             continue
-        if option:
-            label = max((o for o in p.opts if o.startswith("--")), key=len, default=p.opts[0])
+        if option:  # every spelling, as click names an option: -o/--output
+            label = "/".join(sorted(p.opts + p.secondary_opts, key=len))
             hint = "give it a value, or leave the option out"
         else:
             label, hint = p.human_readable_name, "name a file or folder (. for this one)"
-        raise Usage(f"{_path(ctx)}: {label} is empty", ctx, hint=hint)
+        where = f"{_path(ctx)}: " if ctx.parent is not None else ""
+        raise Usage(f"{where}{label} is empty", ctx, hint=hint)
 
 
 def _is_cli_signal(e: Exception) -> bool:

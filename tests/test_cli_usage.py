@@ -87,7 +87,11 @@ def _files(root: Path) -> dict[str, bytes]:
         (["log", "--since", ""], "hs log: --since is empty"),
         (["log", "--session", "  "], "hs log: --session is empty"),
         (["recall", "--agent", "", "login"], "hs recall: --agent is empty"),
-        (["export", "-o", ""], "hs export: --output is empty"),
+        (["export", "-o", ""], "hs export: -o/--output is empty"),
+        (["log", "-n", " "], "hs log: -n/--max-count is empty"),
+        (["-C", "", "log"], "-C/--store is empty"),
+        (["--store=", "init"], "-C/--store is empty"),
+        (["mcp", "--drafts", ""], "hs mcp: --drafts is empty"),
         (["export", "--session="], "hs export: --session is empty"),
         (["restore", "x", "--to", ""], "hs restore: --to is empty"),
         (["memory", "snapshot", "--memory-dir", ""], "hs memory snapshot: --memory-dir is empty"),
@@ -113,6 +117,11 @@ def test_an_empty_option_value_is_refused_and_changes_nothing(
     assert (code, out) == (2, "")
     assert err == f"hs: error: {line}; hint: give it a value, or leave the option out\n"
     assert _files(tmp_path) == before
+
+
+def test_help_wins_over_an_empty_value(hs: HS) -> None:
+    r = hs("log", "--since", "", "--help")
+    assert r.exit_code == 0 and "Usage: hs log" in r.stdout and r.stderr == ""
 
 
 @pytest.mark.parametrize("args", [["import", ""], ["import", str(DEMO), "  "], ["watch", ""]])

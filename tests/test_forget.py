@@ -256,6 +256,22 @@ def test_forgotten_lists_markers_and_narrates_stale_ones(filled: HS, tmp_path: P
     assert f"stale: session {SID_B} is not in the store" in out and "private" in out
 
 
+@pytest.mark.parametrize("target", [f"{SID_A}~", "~", "~turn-0001", " ~turn-0001"])
+def test_a_session_turn_pair_with_an_empty_half_is_refused(
+    filled: HS, store_path: Path, target: str
+) -> None:
+    """An empty half of SESSION~TURN is a prefix of every session (or turn):
+    ``hs forget '~b75'`` found a turn in any session. As hs show does: both."""
+    before = snapshot(store_path)
+    for cmd in ("forget", "unforget", "purge"):
+        r = filled(cmd, target, "--confirm", target)
+        assert (r.exit_code, r.stdout) == (2, ""), cmd
+        assert r.stderr == (
+            f"hs: error: {target.strip()}: give both parts; hint: SESSION~TURN, as hs log shows\n"
+        ), cmd
+    assert snapshot(store_path) == before
+
+
 def test_list_with_a_target_is_refused(filled: HS, store_path: Path) -> None:
     """``hs forget --list TARGET`` listed every marker, the target unread;
     ``hs purge --list TARGET`` likewise: one or the other."""

@@ -384,6 +384,13 @@ def test_an_empty_name_or_revision_around_the_at_is_refused(
     assert hs("ops").stdout == ops
 
 
+def test_a_name_that_starts_with_an_at_is_a_name(hs: HS, mem: Path) -> None:
+    assert hs(*write_args(name="@work tabs"), "--yes").exit_code == 0
+    r = hs("memory", "show", "@work tabs")
+    assert r.exit_code == 0 and "name: '@work tabs'" in r.stdout
+    assert hs("memory", "show", "@work tabs@~0").stdout == r.stdout
+
+
 def test_undo_of_a_write_puts_the_files_and_the_ref_back(
     hs: HS, mem: Path, store_path: Path
 ) -> None:

@@ -141,11 +141,12 @@ def resolve_rev(store: Store, scope: Scope, text: str | None) -> Revision:
 
 
 def split_name_rev(text: str) -> tuple[str, str | None]:
-    """``NAME@REV`` as (name, rev); a text without ``@`` as (text, None). An
-    ``@`` with nothing after it, or nothing but blanks before it, is refused:
+    """``NAME@REV`` as (name, rev); a text without ``@``, or whose only ``@``
+    starts it (a frontmatter name may), as (text, None). An ``@`` with
+    nothing after it, or only blanks before it, is refused:
     ``use-tabs@"$REV"`` with REV unset never means the newest revision."""
     name, sep, rev = text.rpartition("@")
-    if not sep:
+    if not sep or not name:  # "@work habits": a name that starts with "@"
         return text, None
     if not name.strip():
         raise BadInput(f"{text!r} names no note before the @", hint="NAME@REV, e.g. use-tabs@~1")

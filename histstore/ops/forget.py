@@ -165,6 +165,8 @@ def _qualified_turn(store: Store, text: str) -> Target:
     """``<session>~<turn>``: one turn of one session, each part whole or a
     unique prefix."""
     session_text, _, turn_text = text.partition(TURN_SEPARATOR)
+    if not session_text.strip() or not turn_text.strip():  # an empty half matches all
+        raise BadInput(f"{text}: give both parts", hint="SESSION~TURN, as hs log shows")
     hits = [
         (s, e)
         for s in store.sessions()

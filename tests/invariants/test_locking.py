@@ -197,6 +197,8 @@ def test_writers_killed_at_random_never_overlap(tmp_path: Path, store: Store) ->
     said so. Were two ever inside at once, an increment would be lost: the
     counter must be at least the increments acknowledged, and at most those
     plus the writers killed (a killed one may have written before dying)."""
+    # at least this long, and on until the loop has seen enough (a loaded
+    # machine starts the writers slowly): 20 increments and a kill inside
     seconds = float(os.environ.get("HS_LOCK_LOOP_SECONDS", "0.8"))
     counter = tmp_path / "counter"
     counter.write_text("0")
@@ -205,10 +207,17 @@ def test_writers_killed_at_random_never_overlap(tmp_path: Path, store: Store) ->
     done = kills = 0
     lock = threading.Lock()
     deadline = time.monotonic() + seconds
+    cap = deadline + 30
+
+    def going() -> bool:
+        now = time.monotonic()
+        with lock:
+            enough = done > 20 and kills > 0
+        return now < deadline or (not enough and now < cap)
 
     def run_one() -> None:
         nonlocal done, kills
-        while time.monotonic() < deadline:
+        while going():
             left = max(0.2, deadline - time.monotonic())
             p = subprocess.Popen(
                 [sys.executable, "-c", WRITER, str(store.root), str(counter), f"{left:.2f}"],
