@@ -272,6 +272,28 @@ def test_a_session_turn_pair_with_an_empty_half_is_refused(
     assert snapshot(store_path) == before
 
 
+def test_a_prefix_of_two_forgotten_turns_no_longer_stored_is_ambiguous(filled: HS) -> None:
+    """Turns whose import was undone are named through their markers: a
+    prefix two of them share took whichever marker came first."""
+    for t in ("turn-0001", "turn-0002"):
+        target = f"{SID_A}~{t}"
+        assert filled("forget", target, "--confirm", target).exit_code == 0
+    imp = next(o["op"] for o in filled.json_lines("ops", "--json") if "import" in o["command"])
+    assert filled("undo", imp).exit_code == 0
+    prefix = f"{SID_A}~turn-000"
+    r = filled("unforget", prefix, "--confirm", prefix)
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr.splitlines() == [
+        f"hs: error: target '{prefix}' is ambiguous (2 forgotten turns); hint: give more of the ids",
+        f"  turn {SID_A}~turn-0001",
+        f"  turn {SID_A}~turn-0002",
+    ]
+    whole = f"{SID_A}~turn-0002"
+    r = filled("unforget", whole, "--confirm", whole)
+    assert r.exit_code == 0, r.stderr
+    assert [m["target"] for m in filled.json_lines("forgotten", "--json")] == ["turn-0001"]
+
+
 def test_list_with_a_target_is_refused(filled: HS, store_path: Path) -> None:
     """``hs forget --list TARGET`` listed every marker, the target unread;
     ``hs purge --list TARGET`` likewise: one or the other."""

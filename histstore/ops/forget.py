@@ -177,16 +177,24 @@ def _qualified_turn(store: Store, text: str) -> Target:
     exact = [(s, e) for s, e in hits if s.session_id == session_text and e.turn_id == turn_text]
     found = exact or hits
     if not found:
+        # a turn no longer in the store (its import undone) with a marker:
+        # unforget lifts it; exact ids first, a prefix only when unique
         overlay = Overlay.read(store)
-        m = next(
-            (
-                m
-                for (sid, tid), m in overlay.turns.items()
-                if sid.startswith(session_text) and tid.startswith(turn_text)
-            ),
-            None,
-        )
-        if m is not None:
+        marked = [
+            m
+            for (sid, tid), m in overlay.turns.items()
+            if sid.startswith(session_text) and tid.startswith(turn_text)
+        ]
+        whole = [m for m in marked if (m.session, m.target) == (session_text, turn_text)]
+        marked = whole or marked
+        if len(marked) > 1:
+            raise Ambiguous(
+                f"target {text!r} is ambiguous ({len(marked)} forgotten turns)",
+                [f"turn {m.session}{TURN_SEPARATOR}{m.target}" for m in marked[:10]],
+                hint="give more of the ids",
+            )
+        if marked:
+            m = marked[0]
             return Target("turn", m.target, m.session, 0, "", in_store=False)
         raise NotFound(f"no turn {text!r} in the store", hint="see ids with `hs log --oneline`")
     if len(found) > 1:
