@@ -180,6 +180,8 @@ def refs_log(
 
     Example: hs plumbing refs-log -n 3
     """
+    if n is not None and n < 0:
+        raise BadInput(f"-n {n}: give a count of 0 or more")
     store = open_store(ctx)
     ops = store.operations()
     if n is not None:

@@ -130,7 +130,7 @@ def hooks_install(
     """
     from histstore.capture import hooks
 
-    hooks.events_of(agent)  # an unknown agent is refused before anything is written
+    hooks.check_install(agent, notify)  # refused before anything is written
     store = _ensure_store(ctx, json_out)
     argv = _hs_argv()
     res = hooks.install(agent, argv, store, project=project, notify=notify)

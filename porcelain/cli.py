@@ -417,7 +417,7 @@ def log(
 
     Example: hs log --oneline --since 2w --project webshop
     """
-    reads_cmd.check_log(n=n)
+    reads_cmd.check_log(n=n, oneline=oneline, json_out=json_out)
     reads_cmd.log(
         open_store(ctx),
         session=session,
@@ -461,6 +461,7 @@ def show(
 
     Example: hs show --full 64a19766
     """
+    reads_cmd.check_show(raw=raw, json_out=json_out)
     reads_cmd.show(open_store(ctx), ident=ident, full=full, raw=raw, all_=all_, json_out=json_out)
 
 
@@ -606,6 +607,12 @@ def forget(
     if list_ and target is not None:
         raise BadInput(
             f"--list takes no target ({target!r}): it lists every marker",
+            hint="hs forget --list [--agent NAME]",
+        )
+    if list_ and (exclude or reason or confirm is not None):
+        raise BadInput(
+            "--list takes only --agent and --json: --exclude, --reason and --confirm "
+            "go with a target",
             hint="hs forget --list [--agent NAME]",
         )
     store = open_store(ctx)
@@ -815,11 +822,13 @@ def ops(
 
     Example: hs ops -n 5
     """
+    if n is not None and n < 0:
+        raise BadInput(f"-n {n}: give a count of 0 or more")
     store = open_store(ctx)
     items = list(reversed(store.operations()))
     if n is not None:
-        items = items[: max(n, 0)]
-    if not items and not json_out:
+        items = items[:n]
+    if not items and not json_out and n != 0:
         say("no operations yet")
     for op in items:
         if json_out:

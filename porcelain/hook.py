@@ -181,12 +181,19 @@ def _read_stdin() -> str:
     return data.decode("utf-8", "replace")
 
 
+#: the longest bound ``HS_CAPTURE_BUDGET`` may set: an hour (beyond every
+#: agent's hook timeout; ``inf`` would overflow the timer and lose the turn)
+MAX_BUDGET = 3600.0
+
+
 def budget() -> float:
+    """``HS_CAPTURE_BUDGET`` seconds, when it is a number in (0, an hour];
+    else the default: a capture never fails on its setting."""
     try:
         value = float(os.environ.get("HS_CAPTURE_BUDGET", "") or BUDGET)
     except ValueError:
         return BUDGET
-    return value if value > 0 else BUDGET
+    return value if 0 < value <= MAX_BUDGET else BUDGET
 
 
 def run(args: HookArgs, *, stdin: str | None = None) -> int:

@@ -111,9 +111,10 @@ def purge(
     from histstore.ops import purge as purging
     from histstore.ops import rewrite
 
-    if list_ and (target is not None or text is not None):
+    if list_ and (target is not None or text is not None or confirm is not None):
         raise BadInput(
-            "--list takes no target or --text: it lists every purge", hint="hs purge --list"
+            "--list takes no target, --text or --confirm: it lists every purge",
+            hint="hs purge --list",
         )
     store = open_store(ctx)
     if list_:

@@ -20,10 +20,21 @@ from histstore.porcelain.quick import Spec
 from histstore.porcelain.render import field, plural, raw_line, say, size_text, when
 
 
-def check_log(*, n: int | None, **_: Any) -> None:
+def check_log(*, n: int | None, oneline: bool = False, json_out: bool = False, **_: Any) -> None:
     """What ``hs log`` refuses before it opens the store."""
     if n is not None and n < 0:
         raise BadInput(f"-n {n}: give a count of 0 or more")
+    if oneline and json_out:
+        raise BadInput("--oneline and --json are two ways to print: give one")
+
+
+def check_show(*, raw: bool = False, json_out: bool = False, **_: Any) -> None:
+    """What ``hs show`` refuses before it opens the store."""
+    if raw and json_out:
+        raise BadInput(
+            "--raw prints the source lines as read, --json one object: give one",
+            hint="the source lines are JSON already",
+        )
 
 
 LOG = Spec(
@@ -72,6 +83,8 @@ def log(
         agent=agent,
         grep=grep,
     )
+    if n == 0:
+        return  # as git log -n 0: nothing asked for, nothing said
     if not items and not json_out:
         filtered = session or project or since or grep or agent is not None
         say("no turns" + (" match" if filtered else " recorded yet"))
@@ -106,6 +119,7 @@ SHOW = Spec(
     flags={"--full": "full", "--raw": "raw", "--all": "all_", "--json": "json_out"},
     values={},
     positional="ident",
+    check=check_show,
 )
 
 

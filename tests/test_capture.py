@@ -330,6 +330,27 @@ def test_the_time_bound_stops_a_capture_and_keeps_its_payload(
     assert len(turns(store_path)) == 1 and Journal.of_store(store_path).spooled() == []
 
 
+@pytest.mark.parametrize("value", ["inf", "1e10", "nan", "-1", "0", "soon"])
+def test_a_budget_that_is_no_number_of_seconds_is_the_default(
+    hs: HS,
+    store: Store,
+    store_path: Path,
+    claude: FakeClaude,
+    monkeypatch: pytest.MonkeyPatch,
+    value: str,
+) -> None:
+    """``HS_CAPTURE_BUDGET=inf`` overflowed the timer before the payload was
+    spooled: the turn was neither recorded nor kept."""
+    from histstore.porcelain import hook
+
+    monkeypatch.setenv("HS_CAPTURE_BUDGET", value)
+    assert hook.budget() == hook.BUDGET
+    claude.turn("q", "a")
+    fire(hs, store_path, "claude-code", claude.payload())
+    assert last_run(store_path, "claude-code", "Stop")["result"] != "failed"
+    assert len(turns(store_path)) == 1
+
+
 def test_hs_import_applies_the_spool(
     hs: HS, store: Store, store_path: Path, claude: FakeClaude
 ) -> None:

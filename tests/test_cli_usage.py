@@ -173,6 +173,94 @@ def test_an_empty_argument_is_refused_by_the_command(
     assert _files(tmp_path) == before
 
 
+@pytest.mark.parametrize(
+    ("args", "code", "line"),
+    [
+        (["ops", "-n", "-1"], 2, "-n -1: give a count of 0 or more"),
+        (["plumbing", "refs-log", "-n", "-2"], 2, "-n -2: give a count of 0 or more"),
+        (["log", "--json", "--oneline"], 2, "--oneline and --json are two ways to print: give one"),
+        (
+            ["recall", "--everywhere", "--days", "1000000", "login"],
+            2,
+            "--days 1000000 reaches before year 1; hint: give fewer days, or leave --days out "
+            "to search them all",
+        ),
+        (
+            ["recall", "--everywhere", "--days", "99999999999999999999", "login"],
+            2,
+            "--days 99999999999999999999 reaches before year 1; hint: give fewer days, or leave "
+            "--days out to search them all",
+        ),
+        (["recall", "--everywhere", "-k", "0", "login"], 2, "-k 0: give a number from 1 to 10"),
+        (
+            ["forget", "--list", "--exclude"],
+            2,
+            "--list takes only --agent and --json: --exclude, --reason and --confirm go with a "
+            "target; hint: hs forget --list [--agent NAME]",
+        ),
+        (
+            ["purge", "--list", "--confirm", "x"],
+            2,
+            "--list takes no target, --text or --confirm: it lists every purge; hint: hs purge --list",
+        ),
+        (
+            ["hooks", "install", "claude-code", "--notify"],
+            2,
+            "--notify and --no-notify are Codex's: claude-code has no notify program; "
+            "hint: hs hooks install claude-code",
+        ),
+    ],
+)
+def test_counts_windows_and_flag_pairs_out_of_range_are_refused(
+    hs: HS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], code: int, line: str
+) -> None:
+    """Each used to crash (an int SQLite or a date cannot hold), print what
+    was not asked for, or take one flag of a pair and drop the other; the
+    refused recall caught the index up first. Refused, nothing changes."""
+    monkeypatch.chdir(tmp_path)
+    hs("init")
+    hs("import", str(DEMO))
+    # an operation the index has not seen: a search would catch up (a write)
+    some = hs.json_lines("plumbing", "show-ref")[0]["id"]
+    assert hs("plumbing", "update-ref", "heads/x", some).exit_code == 0
+    before = _files(tmp_path)
+    got = _run(hs, *args)
+    assert got == (code, "", f"hs: error: {line}\n")
+    assert _files(tmp_path) == before
+
+
+def test_a_count_of_zero_prints_nothing_and_a_huge_one_everything(hs: HS) -> None:
+    hs("init")
+    hs("import", str(DEMO))
+    assert _run(hs, "log", "-n", "0") == (0, "", "")
+    assert _run(hs, "ops", "-n", "0") == (0, "", "")
+    every = hs("log", "--oneline").stdout
+    assert _run(hs, "log", "--oneline", "-n", "99999999999999999999") == (0, every, "")
+
+
+def test_show_refuses_raw_with_json(hs: HS) -> None:
+    hs("init")
+    hs("import", str(DEMO))
+    turn = hs.json_lines("log", "--json")[0]["turn_id"]
+    assert _run(hs, "show", turn, "--raw", "--json") == (
+        2,
+        "",
+        "hs: error: --raw prints the source lines as read, --json one object: give one; "
+        "hint: the source lines are JSON already\n",
+    )
+
+
+def test_a_bad_lock_timeout_makes_no_store(
+    hs: HS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HS_LOCK_TIMEOUT", "abc")
+    target = tmp_path / "new"
+    code, out, err = _run(hs, "-C", str(target), "init")
+    assert (code, out) == (2, "")
+    assert err == "hs: error: HS_LOCK_TIMEOUT='abc' is not a number of seconds; hint: e.g. 30\n"
+    assert not target.exists()
+
+
 def test_an_empty_value_that_means_something_is_taken(hs: HS) -> None:
     """update-ref's NEW and --old: empty is documented as "no object"
     (docs/cli.md); show-ref's prefix: empty is its default (every ref)."""

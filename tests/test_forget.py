@@ -308,7 +308,7 @@ def test_list_with_a_target_is_refused(filled: HS, store_path: Path) -> None:
         r = filled(*args)
         assert (r.exit_code, r.stdout) == (2, ""), args
         assert r.stderr == (
-            "hs: error: --list takes no target or --text: it lists every purge; "
+            "hs: error: --list takes no target, --text or --confirm: it lists every purge; "
             "hint: hs purge --list\n"
         )
     assert snapshot(store_path) == before

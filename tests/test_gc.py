@@ -355,6 +355,27 @@ def test_gc_refuses_a_bad_setting(hs: HS, store_path: Path) -> None:
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("retention_days", 1_000_000), ("retention_days", 10**20), ("grace_seconds", 10**20)],
+)
+def test_gc_refuses_a_window_before_year_one(
+    hs: HS, store_path: Path, key: str, value: int
+) -> None:
+    """It overflowed a date: an internal error, exit 1."""
+    hs("init")
+    _set_gc(store_path, **{key: value})
+    files = _files(store_path)
+    for args in (["gc", "--dry-run"], ["gc"]):
+        r = hs(*args)
+        assert (r.exit_code, r.stdout) == (2, ""), args
+        assert r.stderr == (
+            f"hs: error: config.toml: [gc] {key} = {value} reaches before year 1; "
+            f"hint: e.g. {key} = {90 if key == 'retention_days' else 3600}\n"
+        )
+    assert _files(store_path) == files
+
+
 def test_gc_stops_on_an_unreadable_object_and_removes_nothing(hs: HS, store_path: Path) -> None:
     hs("init")
     hs("record", input=json.dumps(turn_record(1)))

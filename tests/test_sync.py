@@ -265,6 +265,19 @@ def test_push_init_then_the_remote_holds_everything(tmp_path: Path) -> None:
         assert op.command == "hs push lap" and op.extra["kind"] == "sync"
 
 
+def test_a_first_push_counts_the_bytes_its_dry_run_said(tmp_path: Path) -> None:
+    """Bytes are payloads, uncompressed (docs/sync.md): the first push, which
+    copies packs whole, counted their compressed size instead."""
+    hs, a, _b = cli(tmp_path)
+    r = hs("-C", str(a), "gc", "--full")  # the objects in a pack, as a first push finds them
+    assert r.exit_code == 0, r.stderr
+    dry = json.loads(hs("-C", str(a), "push", "lap", "--init", "-n", "--json").stdout)
+    real = json.loads(hs("-C", str(a), "push", "lap", "--init", "--json").stdout)
+    with Store.open(a) as sa:
+        payloads = sum(len(sa.objects.get(o)[1]) for o in sa.objects.iter_ids())
+    assert dry["sent"] == real["sent"] == {"objects": 4, "bytes": payloads}
+
+
 def test_push_human_output_and_up_to_date(tmp_path: Path) -> None:
     hs, a, b = cli(tmp_path, remote_store=True)
     r = hs("-C", str(a), "push", "lap")

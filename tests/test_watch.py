@@ -20,6 +20,7 @@ from helpers import HS
 from ptytools import ctrl_c_as_on_a_terminal
 
 from histstore.capture.watch import Debouncer, Watcher
+from histstore.errors import BadInput
 from histstore.store.store import Store
 
 
@@ -196,3 +197,11 @@ def test_hs_watch_with_nothing_to_watch(hs: HS, store: Store, tmp_path: Path) ->
     assert r.stderr.startswith("hs: error: no agent history found to watch (looked in ")
     r = hs("watch", str(tmp_path / "nope"))
     assert r.exit_code == 4 and "no such file or folder" in r.stderr
+
+
+@pytest.mark.parametrize("seconds", [float("nan"), float("inf"), -1.0, 3601.0])
+def test_a_debounce_that_is_no_number_of_seconds_is_refused(store: Store, seconds: float) -> None:
+    """``hs watch --debounce nan`` imported at once, ``inf`` never (click's
+    range lets both through)."""
+    with pytest.raises(BadInput, match=r"--debounce .*: give the seconds of quiet, from 0 to 3600"):
+        Watcher(store, [], debounce=seconds)

@@ -297,6 +297,17 @@ class Installed:
         }
 
 
+def check_install(agent: str, notify: bool | None) -> None:
+    """What an install refuses before anything is written: an unknown agent,
+    ``notify`` for an agent other than Codex."""
+    if notify is not None and _agent(agent) != "codex":
+        raise BadInput(
+            f"--notify and --no-notify are Codex's: {agent} has no notify program",
+            hint=f"hs hooks install {agent}",
+        )
+    _agent(agent)
+
+
 def install(
     agent: str,
     hs: list[str],
@@ -307,7 +318,8 @@ def install(
 ) -> Installed:
     """Put hs's hooks into ``agent``'s settings. For Codex, ``notify`` True
     installs the notify program too, False never, None when the installed
-    Codex has no hooks."""
+    Codex has no hooks; it is Codex's alone (BadInput for another agent)."""
+    check_install(agent, notify)
     cmd = command(hs, store, agent)
     p = place(agent, project)
     out = Installed(agent)

@@ -37,7 +37,7 @@ from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
 from histstore.capture.apply import import_with_spool
-from histstore.errors import HistError, Locked, NotFound
+from histstore.errors import BadInput, HistError, Locked, NotFound
 from histstore.history.homes import agent_homes, candidates
 from histstore.store.store import Store
 
@@ -106,6 +106,10 @@ def _is_session_file(path: str) -> bool:
     return path.endswith(".jsonl")
 
 
+#: the longest quiet a watch may wait for before it imports (an hour)
+MAX_DEBOUNCE = 3600.0
+
+
 class Watcher:
     def __init__(
         self,
@@ -117,6 +121,10 @@ class Watcher:
         report: Report | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if not 0 <= debounce <= MAX_DEBOUNCE:  # nan and inf too
+            raise BadInput(
+                f"--debounce {debounce}: give the seconds of quiet, from 0 to {MAX_DEBOUNCE:g}"
+            )
         self.store = store
         self.roots = roots
         self.report = report or (lambda _event: None)

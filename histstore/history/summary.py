@@ -400,7 +400,7 @@ class Summary:
         sql += " ORDER BY t.asked_at DESC, t.turn_id DESC"
         if limit is not None:
             sql += " LIMIT ?"
-            args.append(limit)
+            args.append(min(limit, 2**63 - 1))  # SQLite's integers: more is every row
         return [_row(r) for r in conn.execute(sql, args)]
 
     def projects(self) -> set[tuple[str, str]]:

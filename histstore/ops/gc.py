@@ -86,8 +86,24 @@ class Settings:
                     f"config.toml: [gc] {key} = {v!r} is not a whole number ≥ 0",
                     hint=f"e.g. {key} = {default}",
                 )
+            if key != "auto_loose" and not _fits_in_time(key, v):
+                raise BadInput(
+                    f"config.toml: [gc] {key} = {v} reaches before year 1",
+                    hint=f"e.g. {key} = {default}",
+                )
             values[key] = v
         return cls(**values)
+
+
+def _fits_in_time(key: str, value: int) -> bool:
+    """Whether a window of ``value`` days (or seconds) back from now stays
+    within the dates there are."""
+    try:
+        span = timedelta(days=value) if key == "retention_days" else timedelta(seconds=value)
+        datetime.now(UTC) - span
+    except OverflowError:
+        return False
+    return True
 
 
 @dataclass

@@ -419,9 +419,7 @@ class RecallIndex:
         """The k best turns for ``text``: within ``project`` (as a person gives
         it: a directory or a name; None searches everywhere), the last ``days``
         days, one agent, one session. Never takes a lock."""
-        if not 1 <= k <= K_MAX:
-            raise BadInput(f"-k {k}: give a number from 1 to {K_MAX}")
-        scope = Scope.of(project, days=days, agent=agent, session=session)
+        scope = check_request(project, days=days, k=k, agent=agent, session=session)
         query = Query.parse(text)
         since = None
         if days is not None:
@@ -476,6 +474,16 @@ def compact(store: Store) -> IndexStatus:
     return RecallIndex(store).compact()
 
 
+def check_request(
+    project: str | None, *, days: int | None, k: int, agent: str | None, session: str | None
+) -> Scope:
+    """What a search refuses (BadInput) before it reads or writes anything;
+    its scope otherwise."""
+    if not 1 <= k <= K_MAX:
+        raise BadInput(f"-k {k}: give a number from 1 to {K_MAX}")
+    return Scope.of(project, days=days, agent=agent, session=session)
+
+
 def recall(
     store: Store,
     text: str,
@@ -489,7 +497,9 @@ def recall(
     """What ``hs recall`` and every library caller ask: the index caught up
     first when it is behind the refs log (a store written before it existed,
     a crash) — if no writer holds the index lock; a search never waits for
-    one, it searches what is there — then searched."""
+    one, it searches what is there — then searched. A request it refuses
+    changes nothing: no catch-up first."""
+    check_request(project, days=days, k=k, agent=agent, session=session)
     index = RecallIndex(store)
     fallback = os.environ.get(FALLBACK_ENV, "") not in ("", "0") or not _engine_loads()
     try:

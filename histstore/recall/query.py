@@ -184,6 +184,11 @@ class Query:
         return cls(text, tuple(seen))
 
 
+#: the most days a window may reach back: to year 1, the first a date has
+#: (a wider one overflowed: "date value out of range")
+MAX_DAYS = (datetime(2000, 1, 1) - datetime(1, 1, 1)).days
+
+
 class Scope:
     """Where a recall looks: a project (``key``, the project key searched; the
     paths it matches; or, given as a bare name, every project whose last path
@@ -222,6 +227,11 @@ class Scope:
         project whose last path component it is. A trailing slash is ignored."""
         if days is not None and days < 1:
             raise BadInput(f"--days {days}: give a number of days, 1 or more")
+        if days is not None and days > MAX_DAYS:
+            raise BadInput(
+                f"--days {days} reaches before year 1",
+                hint="give fewer days, or leave --days out to search them all",
+            )
         for what, value in (("--agent", agent), ("--session", session)):
             if value is not None and not value.strip():
                 raise BadInput(f"{what}: give a non-empty value")

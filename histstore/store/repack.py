@@ -245,7 +245,7 @@ def copy_all(
     every object in the copy read back, decompressed and re-hashed once
     before its index is put beside it (so a pack is visible only once all of
     it verified); each loose object verified and written. Returns (objects,
-    bytes)."""
+    bytes of their payloads, uncompressed: what every other transfer counts)."""
     codec = Codec()
     objects = size = 0
     dst.pack_dir.mkdir(parents=True, exist_ok=True)
@@ -257,8 +257,9 @@ def copy_all(
             d = decompressor(read_header(fd, target.name))
             for raw, off, length in pack.entries():
                 frame = os.pread(fd, length, off)
-                codec.decode(raw.hex(), frame, d)  # CorruptObject when it is not
+                _, payload = codec.decode(raw.hex(), frame, d)  # CorruptObject when it is not
                 objects += 1
+                size += len(payload)
                 if progress is not None and objects % 1000 == 0:
                     progress(1000)
             fsync(fd)
@@ -268,14 +269,13 @@ def copy_all(
             target.unlink()
             raise CorruptObject(pack.idx_path.name, "pack index checksum mismatch")
         atomic_write(target.with_suffix(".idx"), pack.idx_path.read_bytes())
-        size += target.stat().st_size
     for object_id in src.iter_loose():
         path = src._loose_path(object_id)
         frame = path.read_bytes()
-        codec.decode(object_id, frame)
+        _, payload = codec.decode(object_id, frame)
         atomic_write(dst._loose_path(object_id), frame, sync_dir=False)
         objects += 1
-        size += len(frame)
+        size += len(payload)
     fsync_dir(dst.root)
     dst._scan_packs()
     return objects, size

@@ -156,7 +156,9 @@ class Store:
 
     @classmethod
     def init(cls, root: Path) -> tuple[Store, bool]:
-        """Create a store at ``root`` (or open the one there). (store, created)."""
+        """Create a store at ``root`` (or open the one there). (store, created).
+        A bad ``HS_LOCK_TIMEOUT`` is refused before anything is made."""
+        lock_timeout()
         root = Path(root)
         if (root / "config.toml").exists():
             return cls.open(root), False
