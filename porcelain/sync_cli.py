@@ -161,15 +161,15 @@ def _run(
     if push and not init and not (remote.path / "config.toml").exists():
         if not remote.path.is_file():
             check_empty_folder(remote)  # never offer a store where one cannot be made
-        if dry_run:
-            init = True  # a dry run only says what an --init push would do
+        if dry_run and not pull:
+            init = True  # a push's dry run says what an --init push would do (sync has none)
         elif on_terminal and not json_out and not remote.path.is_file():
             init = typer.confirm(
                 f"no store at {remote.path} (remote {name}): create one there?",
                 default=False,
                 err=True,
             )
-    if dry_run and push and not (remote.path / "config.toml").exists():
+    if dry_run and push and init and not (remote.path / "config.toml").exists():
         rep = preview_fresh(store, remote)
     else:
         _, other, created = connect(store, name, init=init and not dry_run)

@@ -278,6 +278,40 @@ def test_a_first_push_counts_the_bytes_its_dry_run_said(tmp_path: Path) -> None:
     assert dry["sent"] == real["sent"] == {"objects": 4, "bytes": payloads}
 
 
+def test_a_first_push_dry_run_after_a_purge_says_what_the_push_sends(tmp_path: Path) -> None:
+    """Its walk did not skip what a purge removed, as the push's does: it
+    stopped at the first purged id (exit 4, "object … was purged")."""
+    hs, a, _b = cli(tmp_path)
+    more = [turn_record(7, asked="a passing thought about ZQX-private-9")]
+    assert hs("-C", str(a), "import", str(write_turns(tmp_path / "m.jsonl", more))).exit_code == 0
+    r = hs("-C", str(a), "purge", "--text", "ZQX-private-9", "--confirm", "ZQX-private-9")
+    assert r.exit_code == 0, r.stderr
+    r = hs("-C", str(a), "push", "lap", "--init", "-n", "--json")
+    assert r.exit_code == 0, r.stderr
+    dry = json.loads(r.stdout)
+    real = json.loads(hs("-C", str(a), "push", "lap", "--init", "--json").stdout)
+    assert [c["ref"] for c in dry["remote_changes"]] == [c["ref"] for c in real["remote_changes"]]
+    assert dry["sent"]["objects"] >= 4
+
+
+def test_undo_of_a_remote_removal_is_refused(tmp_path: Path) -> None:
+    """It brought the tracking refs back without the remote's entry: refs
+    describing no remote, which a later `remote add` of the name took over."""
+    hs, a, _b = cli(tmp_path)
+    assert hs("-C", str(a), "push", "lap", "--init").exit_code == 0
+    r = hs("-C", str(a), "remote", "remove", "lap")
+    assert r.exit_code == 0, r.stderr
+    op = hs.json_lines("-C", str(a), "ops", "--json")[0]["op"]
+    before = snapshot(a)
+    r = hs("-C", str(a), "undo")
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == (
+        f"hs: error: cannot undo {op}: it removed the remote 'lap'; hint: add it again with "
+        "`hs remote add lap PATH`; the next sync brings its tracking refs back\n"
+    )
+    assert snapshot(a) == before
+
+
 def test_push_human_output_and_up_to_date(tmp_path: Path) -> None:
     hs, a, b = cli(tmp_path, remote_store=True)
     r = hs("-C", str(a), "push", "lap")
@@ -316,6 +350,12 @@ def test_dry_run_writes_nothing_and_tells_what_would_move(tmp_path: Path) -> Non
     r = hs("-C", str(a), "push", "fresh", "--dry-run", "--json")
     out = json.loads(r.stdout)
     assert out["initialized"] is True and out["sent"]["objects"] == 7 and not c.exists()
+    # a sync never creates a store: its dry run fails as it does
+    for args in (["sync", "fresh", "--dry-run"], ["sync", "fresh"]):
+        r = hs("-C", str(a), *args)
+        assert (r.exit_code, r.stdout) == (3, ""), args
+        assert r.stderr.startswith(f"hs: error: no store at {c} (remote fresh)"), r.stderr
+    assert not c.exists()
     c.mkdir()
     (c / "notes.txt").write_text("something else")
     r = hs("-C", str(a), "push", "fresh", "--dry-run")

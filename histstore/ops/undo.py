@@ -67,8 +67,21 @@ def _refuse_purged(store: Store, target: Operation, inverse: list[RefChange]) ->
         )
 
 
+def _refuse_remote_removal(target: Operation) -> None:
+    """An ``hs remote remove`` is not undone: its tracking refs would come
+    back without the config entry, describing no remote."""
+    if target.extra.get("kind") == "remote-remove":
+        name = target.extra.get("remote", "")
+        raise BadInput(
+            f"cannot undo {target.op}: it removed the remote {name!r}",
+            hint=f"add it again with `hs remote add {name} PATH`; the next sync brings "
+            "its tracking refs back",
+        )
+
+
 def undo(store: Store, op_id: str | None = None, *, command: str = "hs undo") -> Operation:
     target = find_operation(store, op_id)
+    _refuse_remote_removal(target)
     inverse = [RefChange(c.ref, c.new, c.old) for c in target.changes]
     _refuse_purged(store, target, inverse)
     with store.lock():

@@ -483,7 +483,9 @@ def preview_fresh(local: Store, remote: Remote) -> SyncReport:
         report.sent.objects += 1
         report.sent.bytes += len(payload)
 
-    walk_missing(local.objects, _Presence(MemoryObjectStore()), sorted(set(refs.values())), count)
+    # what a purge removed is never offered (as _copy_objects skips it)
+    presence = _Presence(MemoryObjectStore(), skip=local.purged_ids())
+    walk_missing(local.objects, presence, sorted(set(refs.values())), count)
     report.remote_changes = [RefChange(n, None, v) for n, v in refs.items()]
     return report
 
