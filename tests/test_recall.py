@@ -1083,3 +1083,30 @@ def test_a_search_never_waits_for_an_index_writer(hs: HS, store_path: Path) -> N
         assert [h["turn_id"] for h in out["hits"]] == ["turn-0001"]
     r = hs("recall", "-e", "capybara")
     assert r.exit_code == 0 and r.stderr == "" and "turn turn-0002" in r.stdout
+
+
+@pytest.mark.parametrize("fallback", [False, True])
+def test_among_many_equal_scores_the_newest_come_first(
+    store: Store, tmp_path: Path, fallback: bool
+) -> None:
+    """300 turns scored alike, imported oldest first in six imports (each a
+    catch-up, the newest last in the index): the engine kept the first 50 it
+    met in the index and ordered those by time, so the oldest came first."""
+    days = list(range(300))
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    recs = [
+        turn_record(
+            i,
+            session_id=f"s-{i % 5}",
+            asked="the papaya question",
+            answered="the papaya answer",
+            asked_at=(start + timedelta(days=d)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            turn_id=f"t-{d:03d}",
+        )
+        for i, d in enumerate(days)
+    ]
+    for n in range(6):
+        import_paths(store, [write_turns(tmp_path / f"p{n}.jsonl", recs[n * 50 : n * 50 + 50])])
+    res = RecallIndex(store).search("papaya", k=5, fallback=fallback)
+    assert len({h.score for h in res.hits}) == 1
+    assert [h.turn_id for h in res.hits] == ["t-299", "t-298", "t-297", "t-296", "t-295"]

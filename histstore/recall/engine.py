@@ -259,12 +259,24 @@ class Candidate:
         self.address = address
 
 
+#: the most documents fetched to settle a tie at the ``k``-th place (beyond
+#: it, which of the equally scored documents come first is the engine's)
+TIE_LIMIT = 20_000
+
+
 def candidates(
-    searcher: tantivy.Searcher, query: tantivy.Query, limit: int
+    searcher: tantivy.Searcher, query: tantivy.Query, limit: int, k: int = 1
 ) -> list[tuple[float, int, Any]]:
     """The ``limit`` best documents, (score, time, address), best first and
-    newest first among equal scores."""
+    newest first among equal scores. The engine breaks ties by where a
+    document sits in the index, so when the documents scored as the ``k``-th
+    run past ``limit``, more are fetched (up to :data:`TIE_LIMIT`) until the
+    whole run is in: the newest of them come first, however the index was
+    built (one build, or catch-ups in any order)."""
     hits = searcher.search(query, limit, count=False).hits
+    while len(hits) == limit and limit < TIE_LIMIT and hits[-1][0] == hits[min(k, limit) - 1][0]:
+        limit = min(limit * 4, TIE_LIMIT)
+        hits = searcher.search(query, limit, count=False).hits
     if not hits:
         return []
     times = searcher.fast_field_values(TS, [a for _, a in hits])

@@ -47,7 +47,7 @@ def search(
         return [], "no-match"
     filters = filters_of(scope, since_ms)
     full = engine.with_filters(tq.query, engine.filter_query(sch, filters))
-    ranked = engine.candidates(searcher, full, max(MIN_CANDIDATES, PER_HIT * k))
+    ranked = engine.candidates(searcher, full, max(MIN_CANDIDATES, PER_HIT * k), k)
     hits = make_hits(store, query, _lazy(searcher, tq, ranked), k, overlay)
     if hits:
         return hits, "found"
