@@ -391,6 +391,46 @@ def test_a_name_that_starts_with_an_at_is_a_name(hs: HS, mem: Path) -> None:
     assert hs("memory", "show", "@work tabs@~0").stdout == r.stdout
 
 
+def test_a_note_holding_a_secret_keeps_it_on_disk_and_never_in_the_store(
+    hs: HS, mem: Path, store_path: Path
+) -> None:
+    """A snapshot (and any write after it) wrote the redacted text back over
+    the note: the token was gone from the user's file and from the store."""
+    token = "ghp_" + "1a2B3c4D5e6F7g8H9i0JkLmNoPqRsTuVwXyZ12"
+    note = mem / "reference_k.md"
+    note.write_text(f"---\nname: K\ndescription: kkk\ntype: reference\n---\ntoken {token}\n")
+    before = note.read_bytes()
+    r = hs("memory", "snapshot")
+    assert r.exit_code == 0, r.stderr
+    assert note.read_bytes() == before
+    hs(*write_args(), "--yes")  # a write of another note settles the folder too
+    assert note.read_bytes() == before
+    assert "[REDACTED:" in hs("memory", "show", "K").stdout
+    assert not [
+        p for p in store_path.rglob("*") if p.is_file() and token.encode() in p.read_bytes()
+    ]
+    r = hs("memory", "snapshot")  # the folder matches its revision: nothing new
+    assert r.exit_code == 0 and "unchanged" in r.stdout, r.stdout
+
+
+def test_a_symlink_loop_in_the_folder_is_not_recorded(hs: HS, mem: Path) -> None:
+    (mem / "user_loop.md").symlink_to("user_loop.md")
+    hs(*write_args(), "--yes")
+    r = hs("memory", "snapshot")
+    assert r.exit_code == 0, r.stderr
+    assert "user_loop.md" not in hs("memory", "log", "--json").stdout
+
+
+def test_revise_of_the_index_is_refused(hs: HS, mem: Path) -> None:
+    """It was an internal error (an assertion)."""
+    hs(*write_args(), "--yes")
+    before = files_of(mem)
+    r = hs(*write_args(description="other"), "--revise", "MEMORY.md", "--yes")
+    assert (r.exit_code, r.stdout) == (2, ""), r.stderr
+    assert r.stderr.startswith("hs: error: --revise MEMORY.md: MEMORY.md is not a memory note;")
+    assert files_of(mem) == before
+
+
 def test_undo_of_a_write_puts_the_files_and_the_ref_back(
     hs: HS, mem: Path, store_path: Path
 ) -> None:

@@ -136,6 +136,13 @@ def record(
     def settle(rev: str) -> None:
         assert directory is not None
         after = as_given(store, tree_files, give, folder)
+        # a file recorded as the folder holds it but for what redaction took
+        # out keeps its bytes: the store never holds a secret, the folder
+        # keeps what it has (it is never rewritten with [REDACTED:...])
+        for f, data in after.items():
+            mine = folder.get(f)
+            if mine is not None and mine != data and redacted(store, mine) == data:
+                after[f] = mine
         write_folder(directory, folder, after)
         set_base(store, scope, rev, still_withheld(store, scope, tree_files, after, withheld))
 

@@ -11,6 +11,7 @@ target that names a note, and the index file's lines as links.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -189,20 +190,37 @@ def read_files(directory: Path) -> dict[str, bytes]:
     for entry in sorted(os.scandir(directory), key=lambda e: e.name):
         if entry.name.startswith(".") or not entry.name.lower().endswith(".md"):
             continue
-        if entry.is_symlink() and not Path(entry.path).resolve().is_relative_to(
-            directory.resolve()
-        ):
+        if entry.is_symlink() and not _leads_inside(Path(entry.path), directory):
             raise BadInput(
                 f"{entry.name} in {directory} is a symlink leading outside it",
                 hint="memory files must be regular files inside the directory",
             )
-        if entry.is_file():
+        if _is_file(entry):
             data = read_regular(
                 Path(entry.path), max(memrules.MAX_NOTE_BYTES, memrules.MAX_INDEX_BYTES)
             )
             if data is not None:
                 out[entry.name] = data
     return out
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    """Whether an entry is a file (a symlink's target); a loop is none."""
+    try:
+        return entry.is_file()
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return False
+        raise
+
+
+def _leads_inside(link: Path, directory: Path) -> bool:
+    """Whether a symlink leads to a path inside ``directory``; a loop leads
+    nowhere (like a dangling link: not a file, so never recorded)."""
+    try:
+        return link.resolve().is_relative_to(directory.resolve())
+    except (RuntimeError, OSError):  # RuntimeError: a symlink loop (Python 3.11)
+        return True
 
 
 def read_regular(path: Path, limit: int = memrules.MAX_NOTE_BYTES) -> bytes | None:
@@ -213,6 +231,10 @@ def read_regular(path: Path, limit: int = memrules.MAX_NOTE_BYTES) -> bytes | No
         st = path.stat()
     except FileNotFoundError:
         return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # a symlink loop leads nowhere: no file
+            return None
+        raise
     if not stat.S_ISREG(st.st_mode):
         raise BadInput(f"{path} is not a regular file", hint="memory files are plain text files")
     if st.st_size > limit:

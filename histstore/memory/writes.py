@@ -197,7 +197,12 @@ def _note_name(
         files = {f: "" for f in read_files(directory)}
         target_file = _find_in_dir(directory, files, revise)
         split = memrules.split_file_name(target_file)
-        assert split is not None
+        if split is None:  # the index, or a file that is no note (Notes.md)
+            raise BadInput(
+                f"--revise {revise}: {target_file} is not a memory note",
+                hint="name a note (<type>_<slug>.md, its slug or its name); "
+                "the index is written with the notes",
+            )
         if (type_ is not None and type_ != split[0]) or (slug is not None and slug != split[1]):
             raise BadInput(
                 f"--revise {revise} keeps its file {target_file}; --type/--slug differ",
