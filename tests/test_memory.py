@@ -906,6 +906,18 @@ def test_an_excluded_note_is_not_restored_from_an_old_revision(hs: HS, mem: Path
     assert "PRIVATE-TEXT" not in r.stdout and not (mem / "user_sec.md").exists()
 
 
+def test_a_write_never_shows_an_excluded_notes_text(hs: HS, mem: Path) -> None:
+    """A write like an excluded note listed it as a near-duplicate, with its
+    name and description."""
+    hs(*write_args(slug="sec", name="Sec", description="codename BLUEFOX"), "--yes")
+    target = target_id(scope_for(None), "feedback_sec.md")
+    assert hs("forget", target, "--exclude", "--confirm", target).exit_code == 0
+    before = files_of(mem)
+    r = hs(*write_args(slug="sec2", name="Sec", description="codename BLUEFOX too"), "--json")
+    assert "BLUEFOX" not in r.stdout.replace("BLUEFOX too", "") and "BLUEFOX" not in r.stderr
+    assert files_of(mem) == before
+
+
 def test_a_memory_dir_inside_the_store_is_refused(hs: HS, store_path: Path, store: Store) -> None:
     r = hs(*write_args(), "--memory-dir", str(store_path / "refs"), "--yes")
     assert r.exit_code == 2 and "inside the store" in r.stderr

@@ -106,13 +106,19 @@ def _similar(a: str, b: str) -> float:
 
 
 def near_duplicates(
-    directory: Path, file: str, note: memrules.Note, skip: str | None
+    directory: Path,
+    file: str,
+    note: memrules.Note,
+    skip: str | None,
+    hidden: frozenset[str] = frozenset(),
 ) -> list[Duplicate]:
     """Notes of the directory that look like ``note``: same name or slug, or a
-    close description or body. ``skip``: the file being revised."""
+    close description or body. ``skip``: the file being revised; ``hidden``:
+    excluded notes, never compared (what a message would say of one is its
+    text)."""
     out = []
     for name, data in read_files(directory).items():
-        if name == skip or memrules.is_index_name(name):
+        if name == skip or name in hidden or memrules.is_index_name(name):
             continue
         other, _ = memrules.parse_note(name, data)
         split = memrules.split_file_name(name)
@@ -280,7 +286,10 @@ def plan_write(
             f"{file} exists in {directory}",
             hint=f"revise it with --revise {file}, or choose another --slug",
         )
-    dups = near_duplicates(directory, file, note, skip=file if revise or kind != "write" else None)
+    hidden = frozenset(excluded_files(store, mdir.scope))
+    dups = near_duplicates(
+        directory, file, note, skip=file if revise or kind != "write" else None, hidden=hidden
+    )
     index_path = inside(directory, index_file(directory))
     index_old = read_regular(index_path, memrules.MAX_INDEX_BYTES)
     if index_old is not None:
