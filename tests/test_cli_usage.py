@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -80,6 +81,23 @@ def _files(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
+@pytest.fixture(scope="module")
+def _demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo imported once per module (the import is what costs)."""
+    root = tmp_path_factory.mktemp("demo") / "store"
+    hs = HS()
+    assert hs("-C", str(root), "init").exit_code == 0
+    assert hs("-C", str(root), "import", str(DEMO)).exit_code == 0
+    return root
+
+
+@pytest.fixture
+def demo(_demo_template: Path, store_path: Path) -> Path:
+    """This test's store ($HISTORY_DIR): a copy of the demo store."""
+    shutil.copytree(_demo_template, store_path)
+    return store_path
+
+
 @pytest.mark.parametrize(
     ("args", "line"),
     [
@@ -101,7 +119,7 @@ def _files(root: Path) -> dict[str, bytes]:
 )
 def test_an_empty_option_value_is_refused_and_changes_nothing(
     hs: HS,
-    store_path: Path,
+    demo: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     args: list[str],
@@ -110,8 +128,6 @@ def test_an_empty_option_value_is_refused_and_changes_nothing(
     """``--memory-dir "$DIR"`` with DIR unset: typer took '' for the current
     directory, a command took it for every session; it is a usage error."""
     monkeypatch.chdir(tmp_path)
-    hs("init")
-    hs("import", str(DEMO))
     before = _files(tmp_path)
     code, out, err = _run(hs, *args)
     assert (code, out) == (2, "")
@@ -212,14 +228,18 @@ def test_an_empty_argument_is_refused_by_the_command(
     ],
 )
 def test_counts_windows_and_flag_pairs_out_of_range_are_refused(
-    hs: HS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], code: int, line: str
+    hs: HS,
+    demo: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    code: int,
+    line: str,
 ) -> None:
     """Each used to crash (an int SQLite or a date cannot hold), print what
     was not asked for, or take one flag of a pair and drop the other; the
     refused recall caught the index up first. Refused, nothing changes."""
     monkeypatch.chdir(tmp_path)
-    hs("init")
-    hs("import", str(DEMO))
     # an operation the index has not seen: a search would catch up (a write)
     some = hs.json_lines("plumbing", "show-ref")[0]["id"]
     assert hs("plumbing", "update-ref", "heads/x", some).exit_code == 0
@@ -229,18 +249,14 @@ def test_counts_windows_and_flag_pairs_out_of_range_are_refused(
     assert _files(tmp_path) == before
 
 
-def test_a_count_of_zero_prints_nothing_and_a_huge_one_everything(hs: HS) -> None:
-    hs("init")
-    hs("import", str(DEMO))
+def test_a_count_of_zero_prints_nothing_and_a_huge_one_everything(hs: HS, demo: Path) -> None:
     assert _run(hs, "log", "-n", "0") == (0, "", "")
     assert _run(hs, "ops", "-n", "0") == (0, "", "")
     every = hs("log", "--oneline").stdout
     assert _run(hs, "log", "--oneline", "-n", "99999999999999999999") == (0, every, "")
 
 
-def test_show_refuses_raw_with_json(hs: HS) -> None:
-    hs("init")
-    hs("import", str(DEMO))
+def test_show_refuses_raw_with_json(hs: HS, demo: Path) -> None:
     turn = hs.json_lines("log", "--json")[0]["turn_id"]
     assert _run(hs, "show", turn, "--raw", "--json") == (
         2,
@@ -261,11 +277,9 @@ def test_a_bad_lock_timeout_makes_no_store(
     assert not target.exists()
 
 
-def test_an_empty_value_that_means_something_is_taken(hs: HS) -> None:
+def test_an_empty_value_that_means_something_is_taken(hs: HS, demo: Path) -> None:
     """update-ref's NEW and --old: empty is documented as "no object"
     (docs/cli.md); show-ref's prefix: empty is its default (every ref)."""
-    hs("init")
-    hs("import", str(DEMO))
     refs = hs.json_lines("plumbing", "show-ref", "")
     assert refs and refs == hs.json_lines("plumbing", "show-ref")
     name = next(r["ref"] for r in refs if r["ref"].startswith("sessions/"))

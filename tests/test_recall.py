@@ -1089,10 +1089,10 @@ def test_a_search_never_waits_for_an_index_writer(hs: HS, store_path: Path) -> N
 def test_among_many_equal_scores_the_newest_come_first(
     store: Store, tmp_path: Path, fallback: bool
 ) -> None:
-    """300 turns scored alike, imported oldest first in six imports (each a
+    """120 turns scored alike, imported oldest first in four imports (each a
     catch-up, the newest last in the index): the engine kept the first 50 it
     met in the index and ordered those by time, so the oldest came first."""
-    days = list(range(300))
+    days = list(range(120))
     start = datetime(2025, 1, 1, tzinfo=UTC)
     recs = [
         turn_record(
@@ -1105,8 +1105,8 @@ def test_among_many_equal_scores_the_newest_come_first(
         )
         for i, d in enumerate(days)
     ]
-    for n in range(6):
-        import_paths(store, [write_turns(tmp_path / f"p{n}.jsonl", recs[n * 50 : n * 50 + 50])])
+    for n in range(4):
+        import_paths(store, [write_turns(tmp_path / f"p{n}.jsonl", recs[n * 30 : n * 30 + 30])])
     res = RecallIndex(store).search("papaya", k=5, fallback=fallback)
     assert len({h.score for h in res.hits}) == 1
-    assert [h.turn_id for h in res.hits] == ["t-299", "t-298", "t-297", "t-296", "t-295"]
+    assert [h.turn_id for h in res.hits] == ["t-119", "t-118", "t-117", "t-116", "t-115"]
