@@ -918,6 +918,36 @@ def test_a_write_never_shows_an_excluded_notes_text(hs: HS, mem: Path) -> None:
     assert files_of(mem) == before
 
 
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "- [Secret](x) plan](project_secret.md) — codename BLUEFOX\n",  # a name holding "]("
+        "- [Secret](project_secret.md) — plain\u2028codename BLUEFOX\n",  # a line separator
+        "- [Secret](project_secret.md) — plain\fcodename BLUEFOX\n",  # a form feed
+    ],
+)
+def test_an_excluded_notes_index_line_is_dropped_however_it_reads(
+    hs: HS, mem: Path, entry: str
+) -> None:
+    """The line was found by its first link, and split at U+2028 and form
+    feeds where the index is read by line feeds: the text after the
+    separator, or the whole line, was printed."""
+    _note(mem, "project_secret.md", "Secret", "PRIVATE\n", "project")
+    (mem / "MEMORY.md").write_text("- [Keep](user_keep.md) — kept\n" + entry)
+    _note(mem, "user_keep.md", "Keep", "kept\n", "user")
+    assert hs("memory", "snapshot").exit_code == 0
+    target = target_id(scope_for(None), "project_secret.md")
+    assert hs("forget", target, "--exclude", "--confirm", target).exit_code == 0
+    for args in (
+        ["memory", "show", "MEMORY.md"],
+        ["memory", "prompt", "--model", "claude-sonnet-4-5"],
+        ["memory", "diff", "MEMORY.md"],
+    ):
+        r = hs(*args)
+        assert "BLUEFOX" not in r.stdout + r.stderr, args
+    assert "Keep" in hs("memory", "show", "MEMORY.md").stdout
+
+
 def test_a_memory_dir_inside_the_store_is_refused(hs: HS, store_path: Path, store: Store) -> None:
     r = hs(*write_args(), "--memory-dir", str(store_path / "refs"), "--yes")
     assert r.exit_code == 2 and "inside the store" in r.stderr

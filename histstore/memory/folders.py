@@ -30,6 +30,7 @@ from histstore.memory.scopes import (
     MemoryDir,
     Scope,
     configured_dirs,
+    index_lines,
     index_link,
     inside,
     join_index_lines,
@@ -243,7 +244,7 @@ def as_given(
             _, held_here = split_index(folder.get(f, b""), withheld)
             mine = {index_link(ln): ln for ln in held_here}
             lines = []
-            for ln in data.decode("utf-8", "replace").splitlines(keepends=True):
+            for ln in index_lines(data.decode("utf-8", "replace")):
                 note = index_link(ln)
                 if note not in withheld:
                     lines.append(ln)

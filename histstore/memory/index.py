@@ -53,6 +53,13 @@ def index_order(names: Iterable[str]) -> list[str]:
     )
 
 
+def entry_file(text: str) -> str | None:
+    """The note file an index line is the entry of, as the index reads it;
+    None for a line that is no entry."""
+    parts = _entry_parts(text)
+    return None if parts is None else parts[1]
+
+
 def _entry_parts(text: str) -> tuple[str, str, str] | None:
     m = _ENTRY_RE.fullmatch(text.rstrip())
     if m is None:

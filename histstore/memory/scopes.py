@@ -254,17 +254,39 @@ def redacted(store: Store, data: bytes) -> bytes:
     return data if clean == text else clean.encode("utf-8")
 
 
+_LINK_RE = re.compile(r"\]\(([^)]+)\)")
+
+
 def index_link(line: str) -> str | None:
-    m = re.search(r"\]\(([^)]+)\)", line)
+    """The note an index line is about: the file of its entry as the index
+    reads it (a name may hold "](x)"), else its first link's target."""
+    file = memindex.entry_file(line)
+    if file is not None:
+        return file
+    m = _LINK_RE.search(line)
     return m.group(1) if m else None
+
+
+def index_lines(text: str) -> list[str]:
+    """An index's lines with their endings, split at line feeds only, as the
+    index is read: a form feed or U+2028 is inside a line, not between two."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _names_any(line: str, names: Callable[[str], bool]) -> bool:
+    """Whether a line names a note ``names`` holds, by its entry or by any
+    link in it (a withheld note's line is never kept for a misread)."""
+    file = index_link(line)
+    return (file is not None and names(file)) or any(names(t) for t in _LINK_RE.findall(line))
 
 
 def split_index(data: bytes, withheld: set[str]) -> tuple[list[str], list[str]]:
     """An index's lines (with their endings): (the others, those of withheld notes)."""
     mine: list[str] = []
     held: list[str] = []
-    for ln in data.decode("utf-8", "replace").splitlines(keepends=True):
-        (held if index_link(ln) in withheld else mine).append(ln)
+    for ln in index_lines(data.decode("utf-8", "replace")):
+        (held if _names_any(ln, withheld.__contains__) else mine).append(ln)
     return mine, held
 
 
@@ -278,8 +300,8 @@ def join_index_lines(lines: list[str], extra: list[str]) -> bytes:
 def drop_index_lines(data: bytes, hidden: Callable[[str], bool]) -> bytes:
     """An index without the lines of the notes ``hidden`` names (exclusions:
     not even a note's name and description are handed out)."""
-    lines = data.decode("utf-8", "replace").splitlines(keepends=True)
-    return "".join(ln for ln in lines if (f := index_link(ln)) is None or not hidden(f)).encode()
+    lines = index_lines(data.decode("utf-8", "replace"))
+    return "".join(ln for ln in lines if not _names_any(ln, hidden)).encode()
 
 
 def index_file(directory: Path) -> str:
