@@ -948,6 +948,16 @@ def test_an_excluded_notes_index_line_is_dropped_however_it_reads(
     assert "Keep" in hs("memory", "show", "MEMORY.md").stdout
 
 
+def test_diff_splits_lines_at_line_feeds_only(hs: HS, mem: Path) -> None:
+    """A form feed in a body made a line of its own: a bogus "No newline at
+    end of file" mid-hunk and wrong hunk counts, in --json too."""
+    hs(*write_args(body="one\fpart two\n\n**Why:** w.\n\n**How to apply:** h."), "--yes")
+    _revise(hs, "Tabs in Go", "one\fpart two\n\n**Why:** w2.\n\n**How to apply:** h.")
+    out = hs("memory", "diff", "use-tabs").stdout
+    assert "No newline" not in out
+    assert " one^Lpart two" in out.split("\n")  # one line, whole (^L: the form feed shown)
+
+
 def test_a_memory_dir_inside_the_store_is_refused(hs: HS, store_path: Path, store: Store) -> None:
     r = hs(*write_args(), "--memory-dir", str(store_path / "refs"), "--yes")
     assert r.exit_code == 2 and "inside the store" in r.stderr

@@ -16,7 +16,14 @@ from typing import Any
 
 from histstore.errors import Ambiguous, BadInput, HistError, NotFound
 from histstore.memory import rules as memrules
-from histstore.memory.scopes import PREFIX, Scope, drop_index_lines, redacted, target_id
+from histstore.memory.scopes import (
+    PREFIX,
+    Scope,
+    drop_index_lines,
+    index_lines,
+    redacted,
+    target_id,
+)
 from histstore.overlay.markers import Overlay
 from histstore.overlay.visibility import View, Visibility
 from histstore.store.codec import canonical_json, is_id_prefix
@@ -277,8 +284,10 @@ def note_at(
 
 
 def unified(old: bytes | None, new: bytes | None, old_label: str, new_label: str) -> list[str]:
-    a = (old or b"").decode("utf-8", "replace").splitlines(keepends=True)
-    b = (new or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    """A unified diff, lines split at line feeds only (as diff(1) does: a form
+    feed or U+2028 is inside a line)."""
+    a = index_lines((old or b"").decode("utf-8", "replace"))
+    b = index_lines((new or b"").decode("utf-8", "replace"))
     lines = list(difflib.unified_diff(a, b, old_label, new_label))
     return [ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines]
 

@@ -268,8 +268,9 @@ def index_link(line: str) -> str | None:
 
 
 def index_lines(text: str) -> list[str]:
-    """An index's lines with their endings, split at line feeds only, as the
-    index is read: a form feed or U+2028 is inside a line, not between two."""
+    """A memory file's lines with their endings, split at line feeds only, as
+    the index is read (and diff(1) splits): a form feed or U+2028 is inside a
+    line, not between two."""
     parts = text.split("\n")
     return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
