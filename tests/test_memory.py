@@ -958,6 +958,19 @@ def test_diff_splits_lines_at_line_feeds_only(hs: HS, mem: Path) -> None:
     assert " one^Lpart two" in out.split("\n")  # one line, whole (^L: the form feed shown)
 
 
+def test_a_slug_that_is_another_notes_name_is_ambiguous(hs: HS, mem: Path) -> None:
+    """``alpha`` is user_alpha.md's slug and user_beta.md's name: show took
+    the slug's note silently (write --revise called it ambiguous)."""
+    _note(mem, "user_alpha.md", "First", "a\n", "user")
+    _note(mem, "user_beta.md", "alpha", "b\n", "user")
+    assert hs("memory", "snapshot").exit_code == 0
+    r = hs("memory", "show", "alpha")
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr.splitlines()[0].startswith("hs: error: memory 'alpha' is ambiguous")
+    assert {ln.strip() for ln in r.stderr.splitlines()[1:]} >= {"user_alpha.md", "user_beta.md"}
+    assert hs("memory", "show", "user_alpha").exit_code == 0  # the file name is one
+
+
 def test_a_memory_dir_inside_the_store_is_refused(hs: HS, store_path: Path, store: Store) -> None:
     r = hs(*write_args(), "--memory-dir", str(store_path / "refs"), "--yes")
     assert r.exit_code == 2 and "inside the store" in r.stderr

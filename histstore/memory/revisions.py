@@ -100,16 +100,15 @@ def find_file(store: Store, files: dict[str, str], name: str) -> str:
         if f.lower() in (key, key + ".md"):
             return f
     by_slug = [f for f in files if (s := memrules.split_file_name(f)) and s[1] == key]
-    if len(by_slug) == 1:
-        return by_slug[0]
     by_name = []
     for f, blob in files.items():
-        if memrules.is_index_name(f):
+        if memrules.is_index_name(f) or f in by_slug:
             continue
         note, _ = memrules.parse_note(f, store.get_blob(blob))
         if note is not None and note_key(note.name) == key:
             by_name.append(f)
-    found = by_name or by_slug
+    # a slug and another note's name alike: both answer, so neither is taken
+    found = by_slug + by_name
     if len(found) == 1:
         return found[0]
     if len(found) > 1:
