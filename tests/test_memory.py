@@ -971,6 +971,26 @@ def test_a_slug_that_is_another_notes_name_is_ambiguous(hs: HS, mem: Path) -> No
     assert hs("memory", "show", "user_alpha").exit_code == 0  # the file name is one
 
 
+def test_notes_sharing_a_slug_are_told_apart_by_name(hs: HS, mem: Path) -> None:
+    _note(mem, "user_x.md", "x", "the user one\n", "user")
+    _note(mem, "feedback_x.md", "other", "the feedback one\n", "feedback")
+    assert hs("memory", "snapshot").exit_code == 0
+    r = hs("memory", "show", "x")
+    assert r.exit_code == 0 and "the user one" in r.stdout, r.stderr
+
+
+def test_an_entry_that_links_a_withheld_note_is_its_own_notes(store: Store) -> None:
+    """A kept note's entry whose description links a withheld note was held
+    back as that note's line: the folder got the tree's entry and its own,
+    two entries for one note."""
+    from histstore.memory.folders import as_given
+
+    blob = store.objects.put("blob", "- [X](user_x.md) — old\n".encode())
+    folder = {"MEMORY.md": "- [X](user_x.md) — see [Y](user_y.md)\n".encode()}
+    out = as_given(store, {"MEMORY.md": blob}, {"user_y.md"}, folder)
+    assert out["MEMORY.md"].decode().count("(user_x.md)") == 1
+
+
 def test_a_memory_dir_inside_the_store_is_refused(hs: HS, store_path: Path, store: Store) -> None:
     r = hs(*write_args(), "--memory-dir", str(store_path / "refs"), "--yes")
     assert r.exit_code == 2 and "inside the store" in r.stderr

@@ -102,13 +102,18 @@ def find_file(store: Store, files: dict[str, str], name: str) -> str:
     by_slug = [f for f in files if (s := memrules.split_file_name(f)) and s[1] == key]
     by_name = []
     for f, blob in files.items():
-        if memrules.is_index_name(f) or f in by_slug:
+        if memrules.is_index_name(f):
             continue
         note, _ = memrules.parse_note(f, store.get_blob(blob))
         if note is not None and note_key(note.name) == key:
             by_name.append(f)
-    # a slug and another note's name alike: both answer, so neither is taken
-    found = by_slug + by_name
+    # every note the slug or the name answers to (a slug and another note's
+    # name alike: neither is taken); notes sharing the slug are told apart
+    # by the one of them that also has the name
+    found = sorted(set(by_slug) | set(by_name))
+    both = [f for f in by_slug if f in by_name]
+    if len(found) > 1 and len(both) == 1 and set(by_name) <= set(by_slug):
+        return both[0]
     if len(found) == 1:
         return found[0]
     if len(found) > 1:

@@ -287,7 +287,7 @@ def split_index(data: bytes, withheld: set[str]) -> tuple[list[str], list[str]]:
     mine: list[str] = []
     held: list[str] = []
     for ln in index_lines(data.decode("utf-8", "replace")):
-        (held if _names_any(ln, withheld.__contains__) else mine).append(ln)
+        (held if index_link(ln) in withheld else mine).append(ln)
     return mine, held
 
 
