@@ -15,6 +15,7 @@ import typer
 
 from histstore.errors import BadInput, NotFound
 from histstore.plumbing.common import PlumbingGroup, command_line, emit, new_app, open_store
+from histstore.plumbing.report import check_count
 from histstore.store.codec import KINDS, canonical_json, hash_object
 from histstore.store.kinds import SessionRev
 
@@ -180,8 +181,7 @@ def refs_log(
 
     Example: hs plumbing refs-log -n 3
     """
-    if n is not None and n < 0:
-        raise BadInput(f"-n {n}: give a count of 0 or more")
+    check_count(n)
     store = open_store(ctx)
     ops = store.operations()
     if n is not None:

@@ -14,11 +14,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from histstore.display import visible
-from histstore.errors import Ambiguous, HistError
+from histstore.errors import Ambiguous, BadInput, HistError
 from histstore.plumbing import term
 
 if TYPE_CHECKING:
     from histstore.store.store import Store
+
+
+def check_count(n: int | None, option: str = "-n") -> None:
+    """A count option (``-n N``) refuses a negative number, in every command
+    that takes one (0 is nothing asked for)."""
+    if n is not None and n < 0:
+        raise BadInput(f"{option} {n}: give a count of 0 or more")
 
 
 def error_lines(e: HistError) -> list[str]:

@@ -15,6 +15,7 @@ from histstore.errors import BadInput
 from histstore.plumbing import term
 from histstore.plumbing.cli import app as plumbing_app
 from histstore.plumbing.common import command_line, new_app, open_store, store_path
+from histstore.plumbing.report import check_count
 from histstore.plumbing.term import Text, paint
 from histstore.porcelain import complete, reads_cmd
 from histstore.porcelain.capture_cli import register as register_capture_commands
@@ -822,8 +823,7 @@ def ops(
 
     Example: hs ops -n 5
     """
-    if n is not None and n < 0:
-        raise BadInput(f"-n {n}: give a count of 0 or more")
+    check_count(n)
     store = open_store(ctx)
     items = list(reversed(store.operations()))
     if n is not None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from histstore.errors import BadInput, NotFound
 from histstore.plumbing import term
+from histstore.plumbing.report import check_count
 from histstore.plumbing.term import Text, paint
 from histstore.porcelain.quick import Spec
 from histstore.porcelain.render import field, plural, raw_line, say, size_text, when
@@ -22,8 +23,7 @@ from histstore.porcelain.render import field, plural, raw_line, say, size_text, 
 
 def check_log(*, n: int | None, oneline: bool = False, json_out: bool = False, **_: Any) -> None:
     """What ``hs log`` refuses before it opens the store."""
-    if n is not None and n < 0:
-        raise BadInput(f"-n {n}: give a count of 0 or more")
+    check_count(n)
     if oneline and json_out:
         raise BadInput("--oneline and --json are two ways to print: give one")
 

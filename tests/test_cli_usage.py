@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from helpers import HS, turn_record, write_turns
+from synctools import snapshot
 
 import histstore
 from histstore.history.project import matching_projects
@@ -77,10 +78,6 @@ def test_a_usage_error_is_one_line_with_exit_2(hs: HS, args: list[str], line: st
     assert _run(hs, *args) == (2, "", line + "\n")
 
 
-def _files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
-
-
 @pytest.fixture(scope="module")
 def _demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo imported once per module (the import is what costs)."""
@@ -128,11 +125,11 @@ def test_an_empty_option_value_is_refused_and_changes_nothing(
     """``--memory-dir "$DIR"`` with DIR unset: typer took '' for the current
     directory, a command took it for every session; it is a usage error."""
     monkeypatch.chdir(tmp_path)
-    before = _files(tmp_path)
+    before = snapshot(tmp_path)
     code, out, err = _run(hs, *args)
     assert (code, out) == (2, "")
     assert err == f"hs: error: {line}; hint: give it a value, or leave the option out\n"
-    assert _files(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 def test_help_wins_over_an_empty_value(hs: HS) -> None:
@@ -147,13 +144,13 @@ def test_an_empty_path_argument_is_refused(
     """``hs import ''`` imported the current directory."""
     monkeypatch.chdir(tmp_path)
     hs("init")
-    before = _files(tmp_path)
+    before = snapshot(tmp_path)
     code, out, err = _run(hs, *args)
     assert (code, out) == (2, "")
     assert err == (
         f"hs: error: hs {args[0]}: PATHS is empty; hint: name a file or folder (. for this one)\n"
     )
-    assert _files(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize(
@@ -183,10 +180,10 @@ def test_an_empty_argument_is_refused_by_the_command(
     one = next((DEMO / "-home-dev-src-webshop").glob("*.jsonl"))
     hs("import", str(one))  # one session: an empty prefix names only it
     assert len(hs.json_lines("plumbing", "show-ref", "sessions/")) == 1
-    before = _files(tmp_path)
+    before = snapshot(tmp_path)
     code, out, err = _run(hs, *args)
     assert (code, out, err) == (2, "", f"hs: error: {line}\n")
-    assert _files(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize(
@@ -243,10 +240,10 @@ def test_counts_windows_and_flag_pairs_out_of_range_are_refused(
     # an operation the index has not seen: a search would catch up (a write)
     some = hs.json_lines("plumbing", "show-ref")[0]["id"]
     assert hs("plumbing", "update-ref", "heads/x", some).exit_code == 0
-    before = _files(tmp_path)
+    before = snapshot(tmp_path)
     got = _run(hs, *args)
     assert got == (code, "", f"hs: error: {line}\n")
-    assert _files(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 def test_a_count_of_zero_prints_nothing_and_a_huge_one_everything(hs: HS, demo: Path) -> None:

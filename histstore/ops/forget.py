@@ -19,7 +19,7 @@ target still shows after the commit: :class:`NotConverged`, naming the step.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from histstore.errors import (
     Ambiguous,
@@ -50,6 +50,8 @@ from histstore.store.kinds import TURN_SEPARATOR
 from histstore.store.oplog import Operation, RefChange, one_line
 from histstore.store.refs import check_component, check_ref_name
 from histstore.store.store import Store
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -168,43 +170,43 @@ def _qualified_turn(store: Store, text: str) -> Target:
     if not session_text.strip() or not turn_text.strip():  # an empty half matches all
         raise BadInput(f"{text}: give both parts", hint="SESSION~TURN, as hs log shows")
     hits = [
-        (s, e)
+        ((s.session_id, e.turn_id), (s, e))
         for s in store.sessions()
         if s.session_id.startswith(session_text)
         for e in s.turns
         if e.turn_id.startswith(turn_text)
     ]
-    exact = [(s, e) for s, e in hits if s.session_id == session_text and e.turn_id == turn_text]
-    found = exact or hits
-    if not found:
-        # a turn no longer in the store (its import undone) with a marker:
-        # unforget lifts it; exact ids first, a prefix only when unique
-        overlay = Overlay.read(store)
-        marked = [
-            m
-            for (sid, tid), m in overlay.turns.items()
-            if sid.startswith(session_text) and tid.startswith(turn_text)
-        ]
-        whole = [m for m in marked if (m.session, m.target) == (session_text, turn_text)]
-        marked = whole or marked
-        if len(marked) > 1:
-            raise Ambiguous(
-                f"target {text!r} is ambiguous ({len(marked)} forgotten turns)",
-                [f"turn {m.session}{TURN_SEPARATOR}{m.target}" for m in marked[:10]],
-                hint="give more of the ids",
-            )
-        if marked:
-            m = marked[0]
-            return Target("turn", m.target, m.session, 0, "", in_store=False)
-        raise NotFound(f"no turn {text!r} in the store", hint="see ids with `hs log --oneline`")
+    found = _one_pair(text, hits, (session_text, turn_text), "matches")
+    if found is not None:
+        s, e = found
+        return Target("turn", e.turn_id, s.session_id, 1, _first_prompt(store, e.object))
+    # a turn no longer in the store (its import undone) with a marker:
+    # unforget lifts it
+    marked = [
+        ((sid, tid), m)
+        for (sid, tid), m in Overlay.read(store).turns.items()
+        if sid.startswith(session_text) and tid.startswith(turn_text)
+    ]
+    m = _one_pair(text, marked, (session_text, turn_text), "forgotten turns")
+    if m is not None:
+        return Target("turn", m.target, m.session, 0, "", in_store=False)
+    raise NotFound(f"no turn {text!r} in the store", hint="see ids with `hs log --oneline`")
+
+
+def _one_pair(
+    text: str, pairs: list[tuple[tuple[str, str], T]], whole: tuple[str, str], what: str
+) -> T | None:
+    """What the (session, turn) ``whole`` names among ``pairs`` (each found by
+    prefix): the pair with both ids whole, else the only one; None for none;
+    Ambiguous when several."""
+    found = [p for p in pairs if p[0] == whole] or pairs
     if len(found) > 1:
         raise Ambiguous(
-            f"target {text!r} is ambiguous ({len(found)} matches)",
-            [f"turn {s.session_id}{TURN_SEPARATOR}{e.turn_id}" for s, e in found[:10]],
+            f"target {text!r} is ambiguous ({len(found)} {what})",
+            [f"turn {sid}{TURN_SEPARATOR}{tid}" for (sid, tid), _ in found[:10]],
             hint="give more of the ids",
         )
-    s, e = found[0]
-    return Target("turn", e.turn_id, s.session_id, 1, _first_prompt(store, e.object))
+    return found[0][1] if found else None
 
 
 def _whole_id(store: Store, text: str) -> Target | None:

@@ -184,8 +184,9 @@ class Query:
         return cls(text, tuple(seen))
 
 
-#: the most days a window may reach back: to year 1, the first a date has
-#: (a wider one overflowed: "date value out of range")
+#: the most days a window may reach back (a wider one overflowed: "date value
+#: out of range"): counted from 2000 back to year 1, the first a date has, so a
+#: window from any later day stays within the dates there are
 MAX_DAYS = (datetime(2000, 1, 1) - datetime(1, 1, 1)).days
 
 
