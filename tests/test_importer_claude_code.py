@@ -7,7 +7,7 @@ import json
 import pathlib
 from typing import Any
 
-from histstore.history.importers import Problem, SessionMeta
+from histstore.history.importers import Problem, Resume, SessionMeta
 from histstore.history.importers.claude_code import find_files, is_claude_code_line, parse_file
 
 SID = "11111111-2222-3333-4444-555555555555"
@@ -236,7 +236,7 @@ def test_non_prompt_user_lines_never_start_a_turn(tmp_path: pathlib.Path) -> Non
         "line": 19,
         "end_line": 19,
         "offset": sum(len(x) + 1 for x in path.read_bytes().split(b"\n")[:18]),
-        "lines": [[19, 1]],
+        "lines": [[17, 1], [19, 1]],  # the prompt queued before it is its own
     }
 
 
@@ -571,6 +571,81 @@ def test_redactor_is_applied(tmp_path: pathlib.Path) -> None:
     assert metas[0].title == "about [X]"
     assert all("SECRET" not in line for line in t["raw"])
     assert len(t["raw"]) == 5
+
+
+def queue(operation: str, content: Any = None) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "type": "queue-operation",
+        "operation": operation,
+        "timestamp": _next_ts(),
+        "sessionId": SID,
+    }
+    if content is not None:
+        rec["content"] = content
+    return rec
+
+
+def _queued_session(tmp_path: pathlib.Path) -> pathlib.Path:
+    return session(
+        tmp_path,
+        [
+            queue("enqueue", [text("first, queued")]),
+            queue("dequeue"),
+            user("u1", None, [text("first, queued")]),
+            asst("a1", "u1", "m1", [text("one")]),
+            queue("enqueue", [text("the private second prompt")]),
+            asst("a1b", "a1", "m1b", [text("still on one")]),
+            queue("dequeue"),
+            user("u2", "a1b", [text("the private second prompt")]),
+            asst("a2", "u2", "m2", [text("two")]),
+            queue("enqueue", [text("never sent")]),
+            queue("remove"),
+        ],
+    )
+
+
+def test_a_queued_prompt_is_filed_with_the_turn_it_opens(tmp_path: pathlib.Path) -> None:
+    """A prompt typed while the agent works is written as a queue-operation
+    line before the turn it opens: its text is that turn's, so it must not sit
+    in the turn before (excluding the second turn would leave it there)."""
+    turns, problems, _ = parse(_queued_session(tmp_path))
+    assert problems == []
+    first, second = turns
+    assert [t["turn_id"] for t in turns] == ["u1", "u2"]
+    assert not any("private second" in line for line in first["raw"])
+    assert sum("private second" in line for line in second["raw"]) == 2
+    assert [json.loads(x)["type"] for x in second["raw"][:3]] == ["queue-operation"] * 2 + ["user"]
+    assert second["source"]["line"] == 8 and second["source"]["lines"] == [[5, 1], [7, 5]]
+    assert first["source"]["lines"] == [[1, 4], [6, 1]]
+    assert first["answered_at"] == json.loads(first["raw"][-1])["timestamp"]  # a1b's
+    # queue lines no prompt follows stay with the latest turn: every line is kept
+    assert [json.loads(x).get("operation") for x in second["raw"][-2:]] == ["enqueue", "remove"]
+    assert second["answered_at"] == json.loads(second["raw"][-3])["timestamp"]  # a2's, not theirs
+
+
+def test_a_resumed_read_gives_what_a_whole_read_gives(tmp_path: pathlib.Path) -> None:
+    """Cut the file after any line, read it, then read the whole file from the
+    Resume the first read gave: the turns read again replace the first read's
+    and together they are one whole read's, record for record (a queued prompt
+    filed with the latest turn moves to the turn it opens)."""
+    path = _queued_session(tmp_path)
+    data = path.read_bytes()
+    whole = list(parse_file(path, lambda s: s))
+    expected = {t["turn_id"]: t for t in whole if isinstance(t, dict)}
+    cut_file = tmp_path / "cut" / path.name
+    cut_file.parent.mkdir()
+    for k in range(1, data.count(b"\n")):
+        cut_file.write_bytes(b"".join(data.splitlines(keepends=True)[:k]))
+        first = list(parse_file(cut_file, lambda s: s))
+        resume = first[-1]
+        assert isinstance(resume, Resume)
+        cut_file.write_bytes(data)
+        second = list(parse_file(cut_file, lambda s: s, resume=resume))
+        merged = {t["turn_id"]: t for t in first + second if isinstance(t, dict)}
+        for rec in merged.values():
+            rec["source"]["file"] = str(path)
+        assert merged == expected, f"cut after line {k}"
+        assert second[-1] == whole[-1], f"cut after line {k}"
 
 
 # --------------------------------------------------------------------------- detection, discovery

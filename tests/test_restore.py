@@ -322,6 +322,46 @@ def test_an_excluded_turn_is_left_out_and_the_chain_relinked(
     assert turn_ids(again) == {SID: ["u1", "u3", "s1"]}
 
 
+def test_a_prompt_queued_for_an_excluded_turn_leaves_with_it(hs: HS, tmp_path: Path) -> None:
+    """A prompt typed while the agent works is written (a queue-operation line)
+    before the turn it opens, inside the turn before: excluded with its turn,
+    it reaches no export, raw view, restore or recall."""
+    private = "rotate the vault key"
+    v = "2.1.30"
+    queued = {"type": "queue-operation", "timestamp": _ts(), "sessionId": SID}
+    recs = [
+        user("u1", None, "Where are cart totals rounded?", v),
+        asst("a1", "u1", "msg_1", [txt("In cart.py")], v),
+        {**queued, "operation": "enqueue", "content": [txt(private)]},
+        {**queued, "operation": "dequeue"},
+        user("u2", "a1", [txt(private)], v),
+        asst("a2", "u2", "msg_2", [txt("Done")], v),
+        user("u3", "a2", "Add a test", v),
+        asst("a3", "u3", "msg_3", [txt("Added")], v),
+    ]
+    path = write_lines(tmp_path / "src" / "projects" / SLUG / f"{SID}.jsonl", recs)
+    assert hs("init").exit_code == 0
+    assert hs("import", str(path)).exit_code == 0
+    forget(hs, "u2", "--exclude")
+    outputs = []
+    for args in (
+        ("export", "--session", SID),
+        ("export", "--format", "claude-code", "--session", SID),
+        ("show", "--raw", "u1"),
+        ("show", "u1"),
+        ("recall", "vault"),
+    ):
+        r = hs(*args)
+        assert r.exit_code in (0, 1), (args, r.stderr)
+        outputs.append(r.stdout + r.stderr)
+    assert "u1" in outputs[2] and "queue-operation" not in outputs[2]
+    assert hs("restore", SID, "--to", str(tmp_path / "back")).exit_code == 0
+    restored = "".join(p.read_text() for p in (tmp_path / "back").rglob("*.jsonl"))
+    assert "Add a test" in restored
+    for text in [*outputs, restored]:
+        assert private not in text
+
+
 def test_excluding_the_first_turn_drops_its_preamble_and_roots_the_next(
     hs: HS, claude: dict[str, Path]
 ) -> None:

@@ -156,6 +156,25 @@ def test_sample_file(path: pathlib.Path) -> None:
         raw = [ln for t in turns for ln in t["raw"]]
         assert sorted(raw) == sorted(lines), "every non-empty line lands in exactly one turn"
 
+    # a prompt queued while the agent worked goes with the turn it opens
+    owner = {
+        n: t["turn_id"] for t in turns for a, k in t["source"]["lines"] for n in range(a, a + k)
+    }
+    heads = {t["source"]["line"]: t["turn_id"] for t in turns}
+    physical = [json.loads(x) if x.strip() else {} for x in path.read_text("utf-8").split("\n")]
+    for n, r in enumerate(physical, 1):
+        if r.get("type") == "queue-operation":
+            nxt = next(
+                (
+                    m
+                    for m in range(n + 1, len(physical) + 1)
+                    if m in heads or (physical[m - 1].get("type") == "user")
+                ),
+                None,
+            )
+            if nxt in heads:
+                assert owner[n] == heads[nxt], f"queue line {n}"
+
     # no work is outside every turn: each main-chain assistant text is a step
     said = {
         b["text"]

@@ -40,6 +40,9 @@ How the file is cut into turns
   a compaction boundary, its ``logicalParentUuid``) when that uuid is known, else
   to the most recent prompt's turn in file order. So after a rewind/fork each
   prompt still makes a turn and each record goes to the branch it descends from.
+* ``queue-operation`` lines (a prompt typed while the agent worked, written
+  before the turn it opens) go to the turn the next prompt starts, raw only;
+  those no prompt follows go to the latest prompt's turn.
 * Lines before the first prompt (snapshots, system lines, ...) and ``summary``
   lines belong to no turn's content but are put in the *first* turn's ``raw`` so
   nothing is lost; a file without a prompt yields no turn (it only yields its
@@ -123,7 +126,10 @@ __all__ = ["find_files", "is_claude_code_line", "parse_file"]
 _ENVELOPE_TYPES = frozenset({"user", "assistant", "system", "progress", "attachment"})
 
 
-_SESSION_TYPES = frozenset({"permission-mode", "last-prompt", "ai-title", "queue-operation"})
+_QUEUE = "queue-operation"
+
+
+_SESSION_TYPES = frozenset({"permission-mode", "last-prompt", "ai-title", _QUEUE})
 
 
 _PARENT_SCAN_LINES = 200
@@ -315,9 +321,16 @@ _RESUME_FIELDS = (
 )
 
 
-def _cut(lines: Iterator[Line], cut: _Cut, problems: list[Problem]) -> Iterator[Problem]:
+def _cut(
+    lines: Iterator[Line], cut: _Cut, problems: list[Problem], queued: list[Line]
+) -> Iterator[Problem]:
     """Read every line into ``cut``: a prompt starts a group; every other line
-    goes to the group of its parent uuid, else the latest prompt's."""
+    goes to the group of its parent uuid, else the latest prompt's.
+
+    A ``queue-operation`` line holds a prompt typed while the agent was busy:
+    it is the next prompt, written early, so it goes to the group the next
+    prompt starts (excluding that turn hides it with its turn); queue lines
+    no prompt follows go to the latest prompt's group."""
     uuid_group: dict[str, int] = {}
     prompt_uuids: set[str] = set()
     current: int | None = None
@@ -339,6 +352,9 @@ def _cut(lines: Iterator[Line], cut: _Cut, problems: list[Problem]) -> Iterator[
             continue
         if kind == "ai-title":
             cut.ai_title = text_or_none(obj.get("aiTitle")) or cut.ai_title
+        if kind == _QUEUE:
+            queued.append(line)
+            continue
 
         uuid = text_or_none(obj.get("uuid"))
         target = current
@@ -352,7 +368,10 @@ def _cut(lines: Iterator[Line], cut: _Cut, problems: list[Problem]) -> Iterator[
             command = is_command_prompt(obj, sidechain_ok=ok)
             if command or is_prompt(obj, sidechain_ok=ok):
                 prompt_uuids.add(uuid)
-                group = Group(prompt=line, lines=[line], tentative=command, fallback=target)
+                group = Group(
+                    prompt=line, lines=[*queued, line], tentative=command, fallback=target
+                )
+                queued.clear()
                 cut.groups.append(group)
                 current = len(cut.groups) - 1
                 uuid_group[uuid] = current
@@ -363,9 +382,31 @@ def _cut(lines: Iterator[Line], cut: _Cut, problems: list[Problem]) -> Iterator[
         cut.groups[target].lines.append(line)
         if uuid and uuid not in uuid_group:
             uuid_group[uuid] = target
+    if current is None:
+        cut.preamble.extend(queued)
+    else:
+        cut.groups[current].lines.extend(queued)
     yield from problems
     problems.clear()
     _settle(cut)
+
+
+#: the resume state's key for the queue lines the re-read turn owns
+_QUEUED = "queued"
+
+
+def _queued_lines(
+    path: pathlib.Path, redact: Redact, problems: list[Problem], resume: Resume | None
+) -> list[Line]:
+    """The queue lines before the resume point that belong to the turn read
+    again (the resume state names them by offset and line number)."""
+    spots = resume.state.get(_QUEUED) if resume is not None else None
+    lines: list[Line] = []
+    for offset, lineno in spots if isinstance(spots, list) else []:
+        found = next(_read_lines(path, redact, problems, None, Resume(offset, lineno, {})), None)
+        if found is not None and found.lineno == lineno and found.obj.get("type") == _QUEUE:
+            lines.append(found)
+    return lines
 
 
 def _settle(cut: _Cut) -> None:
@@ -415,11 +456,19 @@ def parse_file(
         for key in _RESUME_FIELDS:
             if key in resume.state:
                 setattr(cut, key, resume.state[key])
-    yield from _cut(_read_lines(path, redact, problems, progress, resume), cut, problems)
+    queued = _queued_lines(path, redact, problems, resume)
+    yield from _cut(_read_lines(path, redact, problems, progress, resume), cut, problems, queued)
     groups, preamble, sub_mode = cut.groups, cut.preamble, cut.sub_mode
-    last = next((g.prompt for g in reversed(groups) if g.prompt is not None), None)
-    state = {key: getattr(cut, key) for key in _RESUME_FIELDS}
-    after = Resume(last.offset, last.lineno, state) if last is not None else resume
+    last = next((g for g in reversed(groups) if g.prompt is not None), None)
+    state: dict[str, Any] = {key: getattr(cut, key) for key in _RESUME_FIELDS}
+    after = resume
+    if last is not None and last.prompt is not None:
+        # a later import reads from the last prompt again, and first the
+        # queue lines before it that are its own (by where they are: no text)
+        before = [[ln.offset, ln.lineno] for ln in last.lines if ln.lineno < last.prompt.lineno]
+        if before:
+            state[_QUEUED] = before
+        after = Resume(last.prompt.offset, last.prompt.lineno, state)
 
     # A sub-agent whose prompt line is missing: its opening records make a turn.
     if sub_mode and any(ln.obj.get("type") == "assistant" for ln in preamble):

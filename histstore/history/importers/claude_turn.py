@@ -272,6 +272,8 @@ class _TurnBuilder:
     def read(self) -> None:
         for line in self.group.lines:
             obj = line.obj
+            if obj.get("type") == "queue-operation":
+                continue  # a prompt typed ahead, raw only: not the agent's time
             at = _time(obj.get("timestamp"))
             if at is not None:
                 self.last_time = at
