@@ -230,6 +230,65 @@ def test_export_dir_of_a_2_0_session_puts_the_sub_agent_beside_it(hs: HS, tmp_pa
     assert turn_ids(reimport(tmp_path, out)) == turn_ids(tmp_path / "store")
 
 
+def test_a_sub_agent_goes_back_where_it_was_imported_from_with_its_meta(
+    hs: HS, tmp_path: Path
+) -> None:
+    """A 2.0 sub-agent under <session>/subagents/ with a .meta.json (its layout
+    is not its version's): exported and restored where it was, meta and all,
+    so a restore over the source finds it there and re-import loses nothing."""
+    v = "2.0.50"
+    proj = tmp_path / "src" / "projects" / SLUG
+    write_lines(proj / f"{SID}.jsonl", claude_records(v, AGENT))
+    sub = write_lines(proj / SID / "subagents" / f"agent-{AGENT}.jsonl", sub_records(v, AGENT))
+    meta = sub.with_name(f"agent-{AGENT}.meta.json")
+    meta.write_text('{"description":"find it","agentType":"Explore"}')
+    hs("init")
+    assert hs("import", str(tmp_path / "src" / "projects")).exit_code == 0
+    out = tmp_path / "out"
+    r = hs("export", "--format", "claude-code", "--session", SID, "--dir", str(out))
+    assert r.exit_code == 0, r.stderr
+    rel = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert rel == sorted(str(p.relative_to(proj)) for p in proj.rglob("*") if p.is_file())
+    assert (out / sub.relative_to(proj)).read_bytes() == sub.read_bytes()
+    assert objects(reimport(tmp_path, out)) == objects(tmp_path / "store")  # meta kept
+    r = hs("restore", SID, "--to", str(tmp_path / "src"))
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith(f"session {SID} is already there, unchanged")
+    assert len(list((tmp_path / "src").rglob("*.jsonl"))) == 2  # no second copy
+
+
+@pytest.mark.parametrize(("version", "beside"), [("2.0.50", True), ("2.1.30", False)])
+def test_a_store_that_never_read_the_files_tells_the_layout_by_version(
+    hs: HS, tmp_path: Path, version: str, beside: bool
+) -> None:
+    """A synced store has no record of where the files were (local/ is the
+    machine's own): a sub-agent of CLI 2.0 goes beside the session's file."""
+    proj = tmp_path / "src" / "projects" / SLUG
+    write_lines(proj / f"{SID}.jsonl", claude_records(version, AGENT))
+    write_lines(proj / SID / "subagents" / f"agent-{AGENT}.jsonl", sub_records(version, AGENT))
+    hs("init")
+    assert hs("import", str(tmp_path / "src" / "projects")).exit_code == 0
+    (tmp_path / "store" / "local" / "sources.sqlite").unlink()
+    out = tmp_path / "out"
+    r = hs("export", "--format", "claude-code", "--session", SID, "--dir", str(out))
+    assert r.exit_code == 0, r.stderr
+    nested = out / SID / "subagents" / f"agent-{AGENT}.jsonl"
+    assert (out / f"agent-{AGENT}.jsonl").is_file() is beside and nested.is_file() is not beside
+
+
+def test_a_legacy_sub_agents_meta_is_written_beside_it(hs: HS, tmp_path: Path) -> None:
+    files = claude_home(tmp_path / "src", legacy=True)
+    meta = files["sub"].with_name(f"agent-{LEGACY_AGENT}.meta.json")
+    meta.write_text('{"agentType":"Explore"}')
+    hs("init")
+    assert hs("import", str(tmp_path / "src")).exit_code == 0
+    out = tmp_path / "out"
+    r = hs("export", "--format", "claude-code", "--session", SID, "--dir", str(out))
+    assert r.exit_code == 0, r.stderr
+    assert json.loads((out / meta.name).read_text()) == {"agentType": "Explore"}
+    assert objects(reimport(tmp_path, out)) == objects(tmp_path / "store")
+
+
 def test_export_o_writes_the_session_file(hs: HS, claude: dict[str, Path], tmp_path: Path) -> None:
     r = hs("export", "--format", "claude-code", "--session", SID, "-o", str(tmp_path / "s.jsonl"))
     assert r.exit_code == 0 and r.stdout == ""

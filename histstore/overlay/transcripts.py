@@ -268,7 +268,7 @@ def _claude(out: Transcript, groups: dict[str | None, list[_Part]]) -> None:
         kind = "session" if agent is None else "subagent"
         out.files.append(TranscriptFile(name, _join(lines), kind, len(lines), agent))
         meta = next((p.meta for p in parts if not p.hidden and p.meta is not None), None)
-        if agent is not None and meta is not None and len(name.parts) > 1:
+        if agent is not None and meta is not None:
             data = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             meta_name = name.with_name(f"agent-{agent}.meta.json")
             out.files.append(TranscriptFile(meta_name, data, "meta", 1, agent))
@@ -277,8 +277,14 @@ def _claude(out: Transcript, groups: dict[str | None, list[_Part]]) -> None:
 
 
 def _legacy_subagent(parts: list[_Part]) -> bool:
-    """A sub-agent of Claude Code up to 2.0 (its file beside the session's),
-    told by the ``version`` of its records."""
+    """A sub-agent whose file sits beside the session's (``agent-<id>.jsonl``),
+    not under ``<session>/subagents/``: where its file was when it was
+    imported, else as Claude Code up to 2.0 wrote it (the ``version`` of its
+    records)."""
+    for p in parts:
+        file = p.where.get("file") if p.where else None
+        if isinstance(file, str) and PurePosixPath(file).name.startswith("agent-"):
+            return PurePosixPath(file).parent.name != "subagents"
     for p in parts:
         for line in p.lines:
             version = _obj(line).get("version")
