@@ -9,6 +9,7 @@ from pathlib import Path
 import tomli_w
 from helpers import HS, turn_record, write_turns
 
+from histstore.store.codec import hash_object
 from histstore.store.config import read_config
 
 
@@ -350,3 +351,56 @@ def test_an_agent_name_that_misses_a_known_one_is_refused(hs: HS, tmp_path: Path
     r = hs("log", "--agent", "codex")
     assert r.exit_code == 0 and r.stdout == "no turns match\n"
     assert hs("log", "--agent", "hs").exit_code == 0
+
+
+def test_an_ambiguous_session_operation_or_object_prefix_says_how_many_and_what_to_do(
+    hs: HS,
+) -> None:
+    hs("init")
+    for n, sid in enumerate(("s-alpha", "s-beta", "s-gamma")):
+        assert hs("record", input=json.dumps(turn_record(n, session_id=sid))).exit_code == 0
+    r = hs("export", "--session", "s-")
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == (
+        "hs: error: session prefix 's-' is ambiguous (3 matches); "
+        "hint: give more of the session id; see them with `hs log`\n"
+        "  s-alpha\n  s-beta\n  s-gamma\n"
+    )
+    n = 3
+    while True:  # operations until two share a first hex digit (17 at most)
+        ops = [o["op"] for o in hs.json_lines("ops", "--json")]
+        digit = next((d for d in "0123456789abcdef" if sum(o[0] == d for o in ops) > 1), None)
+        if digit is not None:
+            break
+        assert hs("record", input=json.dumps(turn_record(n))).exit_code == 0
+        n += 1
+    shared = [o for o in ops if o.startswith(digit)]
+    r = hs("undo", digit)
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr.splitlines()[0] == (
+        f"hs: error: operation {digit!r} is ambiguous ({len(shared)} matches); "
+        "hint: give more of the operation id; see them with `hs ops`"
+    )
+    assert sorted(r.stderr.splitlines()[1:]) == sorted(f"  {o}" for o in shared)[:10]
+    assert hs("log", "--json", "-n", "100").exit_code == 0 and len(ops) == len(
+        hs.json_lines("ops", "--json")
+    )  # nothing undone
+    seen: dict[str, bytes] = {}
+    n = 0
+    while True:  # two blobs whose ids share their first four hex digits
+        data = f"blob {n}\n".encode()
+        oid = hash_object("blob", data)
+        if oid[:4] in seen:
+            break
+        seen[oid[:4]] = data
+        n += 1
+    pair = [
+        hs.json_lines("plumbing", "hash-object", "-w", "-", input=d)[0]["id"]
+        for d in (seen[oid[:4]], data)
+    ]
+    r = hs("plumbing", "cat-object", oid[:4])
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == (
+        f"hs: error: object prefix {oid[:4]} is ambiguous (2 matches); "
+        "hint: give more of the object id\n" + "".join(f"  {x}\n" for x in sorted(pair))
+    )

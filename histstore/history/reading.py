@@ -242,7 +242,11 @@ def resolve_session(store: Store, text: str) -> str:
         return found[0]
     if not found:
         raise NotFound(f"no session matches {text!r}", hint="see the sessions with `hs log`")
-    raise Ambiguous(f"session prefix {text!r} is ambiguous", found[:10])
+    raise Ambiguous(
+        f"session prefix {text!r} is ambiguous ({len(found)} matches)",
+        found[:10],
+        hint="give more of the session id; see them with `hs log`",
+    )
 
 
 @dataclass(frozen=True)

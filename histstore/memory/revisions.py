@@ -147,7 +147,11 @@ def resolve_rev(store: Store, scope: Scope, text: str | None) -> Revision:
     if not found:
         raise NotFound(f"no revision {text} in the {scope.label} memory", hint="see hs memory log")
     if len(found) > 1:
-        raise Ambiguous(f"revision {text!r} is ambiguous", [r.id for r in found[:10]])
+        raise Ambiguous(
+            f"revision {text!r} is ambiguous ({len(found)} matches)",
+            [r.id for r in found[:10]],
+            hint="give more of the revision id; see them with `hs memory log`",
+        )
     return found[0]
 
 

@@ -46,7 +46,11 @@ def find_operation(store: Store, op_id: str | None) -> Operation:
     if not found:
         raise NotFound(f"no operation {op_id!r}", hint="see the operations with `hs ops`")
     if len(found) > 1:
-        raise Ambiguous(f"operation {op_id!r} is ambiguous", [o.op for o in found[:10]])
+        raise Ambiguous(
+            f"operation {op_id!r} is ambiguous ({len(found)} matches)",
+            [o.op for o in found[:10]],
+            hint="give more of the operation id; see them with `hs ops`",
+        )
     return found[0]
 
 

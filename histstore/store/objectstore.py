@@ -89,7 +89,11 @@ class ObjectStore(ABC):
         if not found:
             raise NotFound(f"no object starts with {prefix}")
         if len(found) > 1:
-            raise Ambiguous(f"object prefix {prefix} is ambiguous", found[:10])
+            raise Ambiguous(
+                f"object prefix {prefix} is ambiguous ({len(found)} matches)",
+                found[:10],
+                hint="give more of the object id",
+            )
         return found[0]
 
     @abstractmethod
