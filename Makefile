@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SRC    := histstore plumbing porcelain
 
-.PHONY: demo test test-deep lint typecheck unit bench clean
+.PHONY: demo test test-deep lint typecheck prepare unit bench clean
 
 # (setuptools warns on every editable install that histstore/ shares the
 # package's name: this layout is meant, so that one warning is not shown)
@@ -61,8 +61,14 @@ TEST_TMP := $(shell df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 && $$4 > 1048576 
 # with glibc's defaults every commit faults those pages in afresh — ~1,000
 # commits in the suite, ~35% of their CPU. Only the tests' processes run so.
 TEST_MALLOC := MALLOC_ARENA_MAX=1 GLIBC_TUNABLES=glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=268435456
-unit: $(STAMP)
+# pytest rewrites each test module's asserts as it imports it, in every
+# worker, and keeps the result only where bytecode may be written: the
+# rewrite is done once, beside the linters, and both workers read it
+# (tests/rewrite_cache.py; ~5 s of each worker's start).
+prepare: $(STAMP)
 	@$(BIN)/python -m compileall -q $(SRC) >/dev/null
+	@$(BIN)/python tests/rewrite_cache.py
+unit: $(STAMP) prepare
 	$(TEST_MALLOC) $(if $(TEST_TMP),TMPDIR=$(TEST_TMP)) $(BIN)/pytest -n 2 --dist worksteal
 
 # The linters and the type check run beside the suite: its workers wait on
