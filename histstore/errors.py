@@ -58,6 +58,14 @@ class NotFound(HistError):
     exit_code = 4
 
 
+class PurgedObject(NotFound):
+    """An object a purge removed was asked for (exit 4): a hole, not damage."""
+
+    def __init__(self, object_id: str) -> None:
+        super().__init__(f"object {object_id} was purged", hint="see hs purge --list")
+        self.object_id = object_id
+
+
 class Ambiguous(BadInput):
     def __init__(self, message: str, candidates: list[str], *, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)

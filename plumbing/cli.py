@@ -140,6 +140,7 @@ def update_ref(
     Example: hs plumbing update-ref --old - heads/x 569f3e
     """
     from histstore.store.oplog import RefChange
+    from histstore.store.purged import shows_purged
     from histstore.store.refs import KIND_OF_NAMESPACE, check_ref_name
 
     store = open_store(ctx)
@@ -158,6 +159,10 @@ def update_ref(
                 raise BadInput(f"{new_id[:12]}: {e}") from None
             if name.startswith("sessions/") and rev.session_id != name.split("/", 1)[1]:
                 raise BadInput(f"{new_id[:12]} is a revision of session {rev.session_id!r}")
+        if shows_purged(store, new_id):
+            raise BadInput(
+                f"{new_id[:12]} shows what a purge removed for good", hint="see hs purge --list"
+            )
     old_id = _opt_id(old)
     if old_id is not None:
         old_id = store.objects.resolve_prefix(old_id)

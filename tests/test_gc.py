@@ -391,6 +391,44 @@ def test_gc_stops_on_an_unreadable_object_and_removes_nothing(hs: HS, store_path
     assert _files(store_path) == files
 
 
+@pytest.mark.parametrize("where", ["loose", "pack"])
+def test_a_damaged_copy_in_a_kept_pack_stops_gc_before_the_good_copy_goes(
+    hs: HS, store_path: Path, tmp_path: Path, where: str
+) -> None:
+    """A blob gc never reads (it names nothing) held twice: whole in a loose
+    file or a small pack, damaged in the big pack gc keeps. The other copy is
+    all that is left of it: gc stops (exit 7) and removes nothing."""
+    hs("init")
+    _imported(hs, tmp_path)
+    raw = {"raw": ['{"the": "record as the agent wrote it"}']}
+    assert hs("record", input=json.dumps(turn_record(99, **raw))).exit_code == 0
+    objects = DiskObjectStore(store_path / "objects")
+    blob = next(i for i in objects.iter_ids() if objects.get(i)[0] == "blob")
+    saved = objects.codec.encode("blob", objects.get(blob)[1])[1]  # its loose file
+    assert hs("gc", "--full").exit_code == 0
+    (big,) = objects.packs()
+    objects._loose_path(blob).parent.mkdir(parents=True, exist_ok=True)
+    objects._loose_path(blob).write_bytes(saved)
+    if where == "pack":  # the whole copy in a small pack, which a daily gc rolls up
+        for i in range(40):
+            hs("plumbing", "hash-object", "-w", "-t", "blob", "-", input=f"filler {i} " * 50)
+        fresh = DiskObjectStore(store_path / "objects")
+        gcmod.repack.write_pack(fresh, set(fresh.iter_loose()))
+        gcmod.repack.remove_loose(fresh, list(fresh.iter_loose()))
+        gcmod.repack.write_midx(fresh, fresh.packs())
+    off, length = big.entry(bytes.fromhex(blob))  # type: ignore[misc]
+    data = bytearray(big.pack_path.read_bytes())
+    data[off + length // 2] ^= 0xFF
+    big.pack_path.write_bytes(bytes(data))
+    _age_all(store_path)  # no file is fresh: the blob is reached, never read
+    files = _files(store_path)
+    r = hs("gc")
+    assert (r.exit_code, r.stdout) == (7, ""), r.stderr
+    assert r.stderr.startswith(f"hs: error: gc stopped: object {blob} cannot be read (its copy in ")
+    assert r.stderr.endswith("; hint: run `hs fsck` (and `hs fsck --repair`); gc removed nothing\n")
+    assert _files(store_path) == files
+
+
 def test_a_forgotten_turn_stays_hidden_once_gc_packed_the_refs(hs: HS, store_path: Path) -> None:
     """gc packs loose refs; overlay and memory refs must still be found."""
     hs("init")

@@ -15,6 +15,7 @@ from helpers import HS, turn_record, write_turns
 from synctools import snapshot
 
 from histstore.recall.index import RecallIndex
+from histstore.store.oplog import RefChange
 from histstore.store.store import Store
 
 MARK = "ZQX-PURGEME-4417"
@@ -180,6 +181,40 @@ def test_undo_cannot_undo_a_purge(hs: HS, tmp_path: Path, store_path: Path) -> N
     assert r.exit_code == 2
     assert "would bring back" in r.stderr and "a purge removed for good" in r.stderr
     assert snapshot(store_path) == before
+
+
+def test_undo_cannot_bring_back_a_session_only_the_refs_log_named(hs: HS, store_path: Path) -> None:
+    """A turn recorded, the recording undone, then a purge of its text: no ref
+    named the session, so no ref moved off it. Undoing the undo would point a
+    ref at the revision listing the purged turn (every read of it would fail):
+    refused, and a ref put there by hand is an error fsck reports."""
+    _ok(hs("init"))
+    _ok(hs("record", input=json.dumps(turn_record(1, asked=f"about {MARK}"))))
+    rev = hs.json_lines("plumbing", "show-ref")[0]["id"]
+    _ok(hs("undo"))
+    undo_op = hs.json_lines("ops", "--json")[0]["op"]
+    _ok(hs("purge", "--text", MARK, "--confirm", MARK))
+    before = snapshot(store_path)
+    r = hs("undo", undo_op)
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == (
+        f"hs: error: cannot undo {undo_op}: it would bring back 1 object(s) a purge removed "
+        "for good; hint: see hs purge --list\n"
+    )
+    assert snapshot(store_path) == before
+    assert hs("log").exit_code == 0
+    before = snapshot(store_path)
+    r = hs("plumbing", "update-ref", "sessions/sess-a", rev)
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == (
+        f"hs: error: {rev[:12]} shows what a purge removed for good; hint: see hs purge --list\n"
+    )
+    assert snapshot(store_path) == before
+    with Store.open(store_path) as s:  # put there all the same (no command does)
+        s.apply([RefChange("sessions/sess-a", None, rev)], "test")
+    r = hs("fsck")
+    assert r.exit_code == 7
+    assert "sessions/sess-a: shows purged turn object " in r.stdout + r.stderr
 
 
 def test_a_purged_turn_leaves_its_session_and_says_purged(

@@ -253,6 +253,8 @@ class Plan:
     drop: int
     made: float  # when the plan was made: a file touched since is checked again
     dropped_from: set[str] = field(default_factory=set)  # packs some object of which goes
+    #: objects a file that goes holds whose copy in a kept pack is the one left
+    relied: set[str] = field(default_factory=set)
 
 
 def geometric_split(sizes: list[int], rolled: int) -> int:
@@ -319,10 +321,12 @@ def plan(
     keep: set[str] = set()
     dropped: set[str] = set()
     dropped_from: set[str] = set()
+    relied: set[str] = set()
     for p in rewrite:
         fresh_pack = fresh(p.pack_path)
         for i in p.ids():
             if i in in_kept:
+                relied.add(i)
                 continue
             if wanted(i, fresh_pack):
                 keep.add(i)
@@ -331,13 +335,32 @@ def plan(
                 dropped_from.add(p.name)
     for i in loose:
         if i in in_kept:
+            relied.add(i)
             continue
         if wanted(i, fresh(objects._loose_path(i))):
             keep.add(i)
         else:
             dropped.add(i)
     dropped -= keep  # an object two files held, one of them fresh
-    return Plan(rewrite, kept, loose, keep, len(dropped), made, dropped_from)
+    relied -= purged if prune else set()
+    return Plan(rewrite, kept, loose, keep, len(dropped), made, dropped_from, relied)
+
+
+def check_relied(objects: DiskObjectStore, p: Plan) -> None:
+    """Every object whose other copy goes reads back whole from the kept pack
+    that holds it: a damaged frame there would be all that is left of it, so
+    gc stops before anything goes (the copy about to go may be the good one)."""
+    for object_id in sorted(p.relied):
+        raw = bytes.fromhex(object_id)
+        for pack in p.kept_packs:
+            hit = pack.entry(raw)
+            if hit is None:
+                continue
+            try:
+                objects.codec.decode(object_id, pack.read(raw, *hit), pack.decompressor)
+            except CorruptObject as e:
+                raise _unreadable(object_id, f"its copy in {pack.name}: {e.reason}") from None
+            break
 
 
 def _size(path: Path) -> int:
@@ -397,6 +420,7 @@ def gc(
             prune=prune,
             purged=store.purged_ids(),
         )
+        check_relied(objects, p)
         report.pruned = p.drop
         report.loose_packed = sum(1 for i in p.loose if i in p.keep)
         report.packs_rewritten = len(p.rewrite)

@@ -19,6 +19,7 @@ from histstore.memory.undo import after_undo, undo_files
 from histstore.overlay.markers import PREFIX as OVERLAY_PREFIX
 from histstore.recall.index import RecallIndex
 from histstore.store.oplog import Operation, RefChange
+from histstore.store.purged import shows_purged
 from histstore.store.store import Store
 from histstore.store.upgrading import IdMap
 
@@ -62,7 +63,7 @@ def _refuse_purged(store: Store, target: Operation, inverse: list[RefChange]) ->
             f"cannot undo {target.op}: it is a purge, and what a purge removed is gone for good",
             hint="a purge cannot be undone; see hs purge --list",
         )
-    purged = [c.new for c in inverse if c.new and store.is_purged(c.new)]
+    purged = [c.new for c in inverse if c.new and shows_purged(store, c.new)]
     if purged:
         raise BadInput(
             f"cannot undo {target.op}: it would bring back {len(purged)} object(s) "

@@ -296,7 +296,24 @@ def check_refs(store: Store, refs: dict[str, str], kinds: dict[str, str]) -> lis
         wrong = _names_its_own(store, name, value, have)
         if wrong:
             out.append(error("ref", wrong, name))
+        elif have == "session" and _purged(store):
+            shown = _purged_turn(store, value)
+            if shown:
+                out.append(
+                    error("ref", f"shows purged turn object {shown}: its content is gone", name)
+                )
     return out
+
+
+def _purged_turn(store: Store, rev_id: str) -> str | None:
+    """A turn object a purge removed that the session at ``rev_id`` lists: a
+    ref must move off it (a purge writes a revision without it), else every
+    read of the session fails."""
+    try:
+        turns = store.load_session(rev_id).turns
+    except HistError:
+        return None  # its own damage, reported where its objects are checked
+    return next((e.object for e in turns if store.is_purged(e.object)), None)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, BinaryIO
 
-from histstore.errors import Ambiguous, BadInput, CorruptObject, NotFound
+from histstore.errors import Ambiguous, BadInput, CorruptObject, NotFound, PurgedObject
 from histstore.store.codec import Codec, check_id, hash_object, is_id_prefix
 from histstore.store.fsutil import atomic_write, fsync, version
 from histstore.store.packs import MIDX_NAME, MultiPackIndex, Pack, index_bytes, pack_header
@@ -334,7 +334,7 @@ class DiskObjectStore(ObjectStore):
         found = self._frame(object_id)
         if found is None:
             if self.is_purged is not None and self.is_purged(object_id):
-                raise NotFound(f"object {object_id} was purged", hint="see hs purge --list")
+                raise PurgedObject(object_id)
             raise NotFound(f"no object {object_id}")
         return self.codec.decode(object_id, found[0], found[1])
 

@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import blake3
 
-from histstore.errors import CorruptStore
-from histstore.store.codec import canonical_json, is_object_id
+from histstore.errors import CorruptStore, NotFound, PurgedObject
+from histstore.store.codec import canonical_json, decode_json, is_object_id
 from histstore.store.fsutil import atomic_write, fsync_dir, version
+from histstore.store.kinds import MemRev, MemTree
 
 if TYPE_CHECKING:
     from histstore.store.store import Store
@@ -224,3 +225,28 @@ def clear_pending(root: Path) -> None:
     except FileNotFoundError:
         return
     fsync_dir(root)
+
+
+def shows_purged(store: Store, object_id: str) -> bool:
+    """Whether a ref at ``object_id`` would show what a purge removed: the
+    object itself, a turn of the session it is a revision of (one only the
+    refs log still named, which the purge moved no ref off: an undo would
+    bring it back), or the tree or a file of the memory revision it is. A
+    ref must never point so (hs undo and update-ref refuse, fsck reports it)."""
+    if store.is_purged(object_id):
+        return True
+    try:
+        kind, payload = store.objects.get(object_id)
+        if kind == "session":
+            return any(store.is_purged(e.object) for e in store.load_session(object_id).turns)
+        if kind == "memrev":
+            tree = MemRev.from_json(decode_json(object_id, payload)).tree
+            if store.is_purged(tree):
+                return True
+            files = MemTree.from_json(store.get_json(tree, "memtree")).files.values()
+            return any(store.is_purged(b) for b in files)
+    except PurgedObject:  # a revision before it
+        return True
+    except NotFound:  # gone another way (gc): not this check's to say
+        return False
+    return False
