@@ -141,6 +141,71 @@ def test_toml_set_keeps_comments_and_layout(tmp_path: Path) -> None:
     assert path.read_text() == 'model = "gpt-5"\n[broken\n'
 
 
+def test_a_table_added_after_root_dotted_keys_keeps_every_comment(tmp_path: Path) -> None:
+    """tomlkit would put the new table among the root's dotted keys, and the
+    keys after it would move into it: the table goes at the end instead, every
+    byte before it kept, and its removal gives the file back."""
+    text = (
+        "# keep me\n"
+        'mcp_servers.other.command = "o"   # c\n'
+        'model = "gpt-5"  # c2\n'
+        "[profiles.fast]\n"
+        "# c3\n"
+        'model = "o4-mini"\n'
+    )
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    value = {"command": "/bin/hs", "args": ["mcp"]}
+    assert settings.set_toml(path, ("mcp_servers", "histstore"), value).changed
+    after = path.read_text()
+    assert after == text + '\n[mcp_servers.histstore]\ncommand = "/bin/hs"\nargs = ["mcp"]\n'
+    assert tomllib.loads(after)["model"] == "gpt-5"
+    assert settings.delete_toml(path, ("mcp_servers", "histstore")).changed
+    assert path.read_text() == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'model = "x"\n\n[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = "command"\n'
+        'command = "ping"   # my ping\n\n# trailing\n',
+        'model = "gpt-5"  # the model\n'
+        'hooks = { Stop = [ { hooks = [ { type = "command", command = "ping" } ] } ] }\n'
+        '[mcp_servers.docs]\n# a comment\ncommand = "d"\n',
+    ],
+    ids=["array-of-tables", "inline"],
+)
+def test_a_toml_list_of_hooks_keeps_the_persons_entries_as_written(
+    tmp_path: Path, text: str
+) -> None:
+    """hs's entry is put in and taken out of the list itself: the person's
+    entries keep their comments and layout (the whole list is not written anew)."""
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    keys = ("hooks", "Stop")
+    group = {"hooks": [HOOK]}
+    assert settings.update_toml(path, keys, lambda cur: settings.merged(cur, group, _ours)).changed
+    after = path.read_text()
+    assert tomllib.loads(after)["hooks"]["Stop"][1] == group
+    comments = [ln[ln.index("#") :] for ln in text.splitlines() if "#" in ln]
+    assert all(c in after for c in comments) and after.startswith(text.split("\n")[0])
+    assert settings.update_toml(path, keys, lambda cur: settings.without(cur, _ours)).changed
+    back = path.read_text()
+    assert tomllib.loads(back) == tomllib.loads(text)
+    # an inline array keeps the comma before the entry taken out (tomlkit's way)
+    assert back == text or back == text.replace("} ] } ] }", "} ] }, ] }")
+
+
+def test_a_null_where_a_json_object_goes_is_replaced_alone(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    text = '{\n  "mcpServers": null,\n  "list": [1,2,   3]\n}\n'
+    path.write_text(text)
+    assert settings.set_json(path, KEYS, ENTRY).changed
+    after = path.read_text()
+    assert json.loads(after) == {"mcpServers": {"histstore": ENTRY}, "list": [1, 2, 3]}
+    assert '"list": [1,2,   3]' in after  # the rest as written
+
+
 @given(
     st.dictionaries(
         st.text(min_size=1, max_size=5),

@@ -390,8 +390,10 @@ def _json_set_text(text: str, start: int, keys: Keys, value: Any, unit: str) -> 
     found = [m for m in members if m.key == keys[0]]
     if found:
         m = found[-1]  # JSON parsers take the last of repeated keys
-        if len(keys) > 1:
+        if len(keys) > 1 and text[m.value] == "{":
             return _json_set_text(text, m.value, keys[1:], value, unit)
+        for k in reversed(keys[1:]):  # a null there: the object takes its place
+            value = {k: value}
         if text[m.value] == "[" and isinstance(value, list):
             edited = _json_list_text(text, m.value, m.end, value, unit)
             if edited is not None:
@@ -526,6 +528,11 @@ def _load_toml(path: Path, text: str) -> Any:
 def _toml_item(value: Any, inline: bool) -> Any:
     """``value`` as tomlkit writes it: a dict as a ``[table]`` (nested dicts
     as its sub-tables), or inline inside an inline table."""
+    if isinstance(value, list) and inline:  # a list of tables inline too
+        items = tomlkit.array()
+        for x in value:
+            items.append(_toml_item(x, True))
+        return items
     if not isinstance(value, dict):
         return tomlkit.item(value)
     table: Any = tomlkit.inline_table() if inline else tomlkit.table()
@@ -560,17 +567,72 @@ def _toml_change(path: Path, text: str, keys: Keys, fn: Update, prune: bool) -> 
             table = table[k]
         inline = isinstance(table, tomlkit.items.InlineTable)
         try:
-            table[keys[-1]] = _toml_item(value, inline)
+            held = table.get(keys[-1])
+            if isinstance(held, (tomlkit.items.Array, tomlkit.items.AoT)) and isinstance(
+                value, list
+            ):
+                _edit_list(held, held.unwrap(), value)
+            else:
+                table[keys[-1]] = _toml_item(value, inline)
             out = tomlkit.dumps(doc)
         except (TOMLKitError, ValueError, TypeError):
-            out = ""
-    try:
-        ok = same(tomllib.loads(out), expected)
-    except tomllib.TOMLDecodeError:
-        ok = False
-    if not ok:  # never wrong: the whole document, with this change
-        out = tomlkit.dumps(expected)
+            out = None
+        if not _parses_to(out, expected):
+            out = _appended(text, keys, value)
+    if not _parses_to(out, expected):  # never wrong, and never another layout
+        raise BadInput(
+            f"{path}: this change cannot be made without rewriting the file's layout "
+            "(its comments would be lost): nothing changed",
+            hint=f"make it by hand: {'.'.join(keys)} = {json.dumps(value)}"
+            if not delete
+            else f"make it by hand: remove {'.'.join(keys)}",
+        )
     return str(out)
+
+
+def _parses_to(out: str | None, expected: Any) -> bool:
+    try:
+        return out is not None and same(tomllib.loads(out), expected)
+    except tomllib.TOMLDecodeError:
+        return False
+
+
+def _edit_list(items: Any, old: list[Any], new: list[Any]) -> None:
+    """Turn tomlkit array ``items`` (which holds ``old``) into ``new`` in
+    place: the entries both hold stay as written, comments and all; the
+    others are removed or put in where ``new`` has them."""
+    plan: list[int | None] = []  # for each new entry, the old one it is
+    j = 0
+    for x in new:
+        k = next((i for i in range(j, len(old)) if same(old[i], x)), None)
+        plan.append(k)
+        if k is not None:
+            j = k + 1
+    kept = {k for k in plan if k is not None}
+    for i in reversed(range(len(old))):
+        if i not in kept:
+            del items[i]
+    inline = not isinstance(items, tomlkit.items.AoT)
+    for pos, (k, x) in enumerate(zip(plan, new, strict=True)):
+        if k is None:
+            items.insert(pos, _toml_item(x, inline))
+
+
+def _appended(text: str, keys: Keys, value: Any) -> str | None:
+    """A new table (or value) written at the end of the file under its whole
+    dotted name, every byte before it kept: where tomlkit would put it among
+    dotted keys, the keys after it would move into it."""
+    if len(keys) < 2 and not isinstance(value, dict):
+        return None
+    snippet: Any = tomlkit.document()
+    path, leaf = (keys, value) if isinstance(value, dict) else (keys[:-1], {keys[-1]: value})
+    table = snippet
+    for k in path[:-1]:
+        table[k] = tomlkit.table(is_super_table=True)
+        table = table[k]
+    table[path[-1]] = _toml_item(leaf, False)
+    body = text.rstrip("\n")
+    return (body + "\n\n" if body else "") + tomlkit.dumps(snippet)
 
 
 def update_toml(path: Path, keys: Keys, fn: Update, *, prune: bool = True) -> Change:
