@@ -334,6 +334,42 @@ def test_a_purged_memory_note_leaves_the_store_and_its_folder(
     assert r.exit_code == 2 and "a purge removed for good" in r.stderr
 
 
+def test_a_text_purge_takes_the_text_out_of_the_memory_folder_too(
+    hs: HS, tmp_path: Path, store_path: Path
+) -> None:
+    """The folder holds what it was last given (the text, before the purge
+    rewrote its revision): it follows, so the text leaves it, and a snapshot
+    afterwards records nothing new."""
+    mdir = tmp_path / "memory"
+    mdir.mkdir()
+    note = "---\nname: Deploy\ndescription: where the key is\ntype: reference\n---\n\n{}\n"
+    (mdir / "reference_deploy.md").write_text(note.format(f"the key is {MARK}, and {MARK}."))
+    (mdir / "MEMORY.md").write_text(f"- [Deploy](reference_deploy.md) — see {MARK}\n")
+    _ok(hs("init"))
+    _ok(hs("memory", "dir", "--set", str(mdir)))
+    _ok(hs("memory", "snapshot"))
+    r = hs("purge", "--text", MARK, "--confirm", MARK)
+    assert r.exit_code == 0, r.stderr
+    assert "memory: 2 files updated\n" in r.stdout and "edits not recorded" not in r.stdout
+    placeholder = "[REDACTED:purged]"
+    body = (mdir / "reference_deploy.md").read_text()
+    assert body == note.format(f"the key is {placeholder}, and {placeholder}.")
+    assert MARK not in (mdir / "MEMORY.md").read_text()
+    assert _scan(store_path, MARK) == {}
+    assert not [f for f in mdir.rglob("*") if f.is_file() and MARK in f.read_text()]
+    r = hs("memory", "snapshot")
+    assert r.exit_code == 0, r.stderr
+    assert "nothing" in r.stdout
+    for args in (("memory", "log"), ("memory", "diff")):
+        r = hs(*args)
+        assert r.exit_code == 0, (args, r.stderr)
+        assert MARK not in r.stdout
+    # the version before the purge is a hole the diff names
+    assert "@" in r.stdout.splitlines()[0] and r.stdout.splitlines()[0].endswith(
+        " (purged: its content is gone)"
+    )
+
+
 def test_redact_lists_then_applies_the_current_rules_and_patterns(
     hs: HS, tmp_path: Path, store_path: Path
 ) -> None:

@@ -11,6 +11,7 @@ written into a folder that did not write it.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,7 @@ from histstore.store.fsutil import atomic_write, fsync_dir
 from histstore.store.kinds import MemRev
 from histstore.store.merge import deletion_loses, merge3
 from histstore.store.oplog import Operation, RefChange
+from histstore.store.purged import PLACEHOLDER
 from histstore.store.store import Store
 
 
@@ -420,6 +422,30 @@ def same_files(store: Store, files: dict[str, bytes], tree: dict[str, str]) -> b
     return {f: hash_object("blob", d) for f, d in files.items()} == tree
 
 
+def _purged_as_given(
+    store: Store, files: dict[str, bytes], tree: dict[str, str]
+) -> dict[str, bytes]:
+    """``files`` with each one that is ``tree``'s file but for a text a purge
+    replaced (``[REDACTED:purged]`` there, one same text of 6 characters or
+    more here at every place) taken as ``tree``'s: the folder holds what it
+    was given, before the purge rewrote it, so it follows."""
+    out = dict(files)
+    mark = PLACEHOLDER.encode("ascii")
+    for f, data in files.items():
+        blob = tree.get(f)
+        if blob is None or hash_object("blob", data) == blob:
+            continue
+        given = store.get_blob(blob)
+        if mark not in given:
+            continue
+        parts = given.split(mark)
+        rx = re.escape(parts[0]) + b"(.{6,}?)" + re.escape(parts[1])
+        rx += b"".join(b"\\1" + re.escape(p) for p in parts[2:])
+        if re.fullmatch(rx, data, re.DOTALL):
+            out[f] = given
+    return out
+
+
 def follow(store: Store, scope: Scope, old_rev: str | None, new_rev: str | None) -> str | None:
     """After a sync moved a scope's ref from ``old_rev`` to ``new_rev``: bring
     the directory config.toml names for the scope along, as ``git pull`` does a
@@ -440,7 +466,10 @@ def follow(store: Store, scope: Scope, old_rev: str | None, new_rev: str | None)
         withheld = set(b.withheld if b is not None else ())
         folder = read_files(mdir.path)
         base_tree = load_tree(store, load_revision(store, base).tree) if base else {}
-        if not same_files(store, as_recorded(store, folder, base_tree, withheld), base_tree):
+        recorded = _purged_as_given(
+            store, as_recorded(store, folder, base_tree, withheld), base_tree
+        )
+        if not same_files(store, recorded, base_tree):
             return (
                 f"{mdir.path} has edits not recorded: left as it is; `hs memory snapshot` "
                 "records them merged with what arrived"

@@ -69,6 +69,7 @@ def history(store: Store, rev_id: str | None) -> Iterator[Revision]:
     seen: set[str] = set()
     frontier = [rev_id] if rev_id else []
     loaded: dict[str, Revision] = {}
+    frontier = [r for r in frontier if not store.is_purged(r)]  # a purged one is a hole
     while frontier:
         for r in frontier:
             if r not in loaded:
@@ -79,7 +80,7 @@ def history(store: Store, rev_id: str | None) -> Iterator[Revision]:
             continue
         seen.add(rev.id)
         yield rev
-        frontier.extend(p for p in rev.parents if p not in seen)
+        frontier.extend(p for p in rev.parents if p not in seen and not store.is_purged(p))
 
 
 def put_tree(store: Store, files: dict[str, bytes]) -> str:
@@ -195,8 +196,19 @@ def changes(store: Store, old_tree: str | None, new_tree: str) -> list[Change]:
     return out
 
 
+def _text_or_hole(store: Store, blob: str | None) -> bytes | None:
+    """A file's bytes, or None when it has none here or a purge removed them."""
+    if blob is None or store.is_purged(blob):
+        return None
+    return store.get_blob(blob)
+
+
 def first_parent_tree(store: Store, rev: Revision) -> str | None:
-    return load_revision(store, rev.parents[0]).tree if rev.parents else None
+    """The tree ``rev`` changed (None for a first revision, or one whose
+    parent a purge removed: a hole)."""
+    if not rev.parents or store.is_purged(rev.parents[0]):
+        return None
+    return load_revision(store, rev.parents[0]).tree
 
 
 def _withheld(store: Store) -> Callable[[Scope, str], bool]:
@@ -362,7 +374,8 @@ def diff_files(
             raise NotFound(f"the {scope.label} memory has no revision yet")
         rev = entries[0][0]
         b = rev
-        a = load_revision(store, rev.parents[0]) if rev.parents else None
+        parent = rev.parents[0] if rev.parents else None
+        a = load_revision(store, parent) if parent and not store.is_purged(parent) else None
     else:
         a = resolve_rev(store, scope, rev1)
         b = resolve_rev(store, scope, rev2)
@@ -380,14 +393,17 @@ def diff_files(
     for f in wanted:
         if a_files.get(f) == b_files.get(f) or skip(f):
             continue
-        old = store.get_blob(a_files[f]) if f in a_files else None
-        new = store.get_blob(b_files[f]) if f in b_files else None
+        old = _text_or_hole(store, a_files.get(f))
+        new = _text_or_hole(store, b_files.get(f))
         if memrules.is_index_name(f):
             old = drop_index_lines(old, skip) if old is not None else None
             new = drop_index_lines(new, skip) if new is not None else None
             if old == new:
                 continue
+        gone = " (purged: its content is gone)"
         a_label = f"a/{f}@{a.id[:12]}" if a and f in a_files else "/dev/null"
         b_label = f"b/{f}@{b.id[:12]}" if f in b_files else "/dev/null"
+        a_label += gone if old is None and f in a_files else ""
+        b_label += gone if new is None and f in b_files else ""
         out.append(FileDiff(f, a_label, b_label, unified(old, new, a_label, b_label)))
     return out
