@@ -5,6 +5,7 @@ object and every pack frame decompressed: tests/leaks.py's scan)."""
 from __future__ import annotations
 
 import json
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -271,6 +272,54 @@ def test_purge_text_removes_it_from_objects_the_refs_log_and_local_files(
     )
 
 
+DEMO = Path(__file__).resolve().parents[1] / "demo" / "claude-projects"
+DEMO_SESSION = "5f0c1e7a-3b2d-4c8e-9a61-0d2f4b6c8e10"
+DEMO_TITLE = "Session expiry for login_user"
+
+
+def _demo(hs: HS, tmp_path: Path) -> Path:
+    src = tmp_path / "projects"
+    shutil.copytree(DEMO, src)
+    _ok(hs("init"))
+    _ok(hs("import", str(src)))
+    return src
+
+
+def test_a_session_purge_leaves_its_title_nowhere_and_an_import_brings_it_not_back(
+    hs: HS, tmp_path: Path, store_path: Path
+) -> None:
+    """The source table keeps where each file's next import resumes, with
+    what the lines before said: the session's title and directory. A session
+    purge empties that for the files that held it."""
+    src = _demo(hs, tmp_path)
+    assert _scan(store_path, DEMO_TITLE) != {}
+    _ok(hs("purge", DEMO_SESSION, "--confirm", DEMO_SESSION))
+    assert _scan(store_path, DEMO_TITLE) == {}
+    r = hs("import", str(src))
+    assert r.exit_code == 0, r.stderr
+    assert "turns: 0 added" in r.stdout
+    assert _scan(store_path, DEMO_TITLE) == {}
+
+
+def test_a_text_purge_rewrites_a_resume_state_and_an_import_brings_it_not_back(
+    hs: HS, tmp_path: Path, store_path: Path
+) -> None:
+    """The title held the text: the state is rewritten in place, not the
+    file forgotten (read again, it would give the title back)."""
+    src = _demo(hs, tmp_path)
+    text = "Session expiry"
+    _ok(hs("purge", "--text", text, "--confirm", text))
+    assert _scan(store_path, text) == {}
+    before = hs.json_lines("ops", "--json")
+    r = hs("import", str(src))
+    assert r.exit_code == 0, r.stderr
+    assert "nothing new: no operation recorded" in r.stdout
+    assert hs.json_lines("ops", "--json") == before
+    assert _scan(store_path, text) == {}
+    with Store.open(store_path) as store:
+        assert store.session(DEMO_SESSION).title == "[REDACTED:purged] for login_user"
+
+
 def test_purge_refuses_what_it_cannot_do_and_changes_nothing(
     hs: HS, tmp_path: Path, store_path: Path
 ) -> None:
@@ -508,6 +557,9 @@ def test_a_purge_takes_what_the_capture_records_hold_of_it(
 
     journal.spool("claude-code", payload("gone", f"the answer holds {MARK}"))
     journal.spool("claude-code", payload("keep", "nothing here"))
+    # Codex's notify program is handed the thread's id as `thread-id`
+    notify = {"type": "agent-turn-complete", "thread-id": "gone", "turn-id": "t9"}
+    journal.spool("codex", json.dumps(notify))
     # the spool keeps no answer (fastspool.kept): the text never reached it
     assert not any(p.startswith("local/capture/spool") for p in _scan(store_path, MARK))
     journal.ran("claude-code", "Stop", {"session": "gone", "message": MARK, "result": "recorded"})
@@ -515,10 +567,10 @@ def test_a_purge_takes_what_the_capture_records_hold_of_it(
     journal.failure("claude-code", "Stop", "could not read", session="keep")
     assert _scan(store_path, MARK)
     r = hs("purge", "gone")
-    assert r.exit_code == 0 and "  capture records rewritten or removed: 3" in r.stdout
+    assert r.exit_code == 0 and "  capture records rewritten or removed: 4" in r.stdout
     _ok(hs("purge", "gone", "--confirm", "gone"))
     assert _scan(store_path, MARK) == {}
-    assert [json.loads(e.text)["session_id"] for e in journal.spooled()] == ["keep"]
+    assert [json.loads(e.text).get("session_id") for e in journal.spooled()] == ["keep"]
     assert [f.get("session") for f in journal.failures()] == ["keep"]
     assert journal.last_runs() == []
     # a text purge rewrites the records that hold the text, and keeps them

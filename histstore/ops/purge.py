@@ -44,7 +44,7 @@ from histstore.memory.scopes import PREFIX as MEMORY_PREFIX
 from histstore.memory.scopes import index_link, parse_target
 from histstore.ops import gc as gcmod
 from histstore.ops.forget import Target, check_confirmation, resolve_target
-from histstore.ops.purge_files import session_edits
+from histstore.ops.purge_files import session_edits, session_states
 from histstore.ops.purge_run import (
     KIND,
     Plan,
@@ -215,6 +215,8 @@ def _finish(
     plan = Plan(what, target, drop)
     if what in ("session", "turn"):
         plan.capture = session_edits(store, target.partition(TURN_SEPARATOR)[0])
+    if what == "session":
+        plan.states = session_states(store, leaves)
     count_kinds(store, plan)
     # the refs it would move or delete (new revisions only hashed, not written)
     plan.refs = len(head_changes(store, [plan.entry()], put=hash_object))

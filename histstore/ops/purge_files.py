@@ -90,10 +90,17 @@ def line_key(raw: bytes) -> str:
 # ------------------------------------------------------------------ local files
 
 
-def clean_local(store: Store, drop: set[str], entries: list[PurgeEntry], files: set[str]) -> None:
+def clean_local(
+    store: Store,
+    drop: set[str],
+    entries: list[PurgeEntry],
+    files: set[str],
+    states: dict[str, str] | None = None,
+) -> None:
     """The local files forget what went: the source table's rows of purged
     turns (a replaced one follows its replacement) and of the files named
-    (by hash), then VACUUM and a truncated WAL; the summary is removed (it is
+    (by hash), the resume states planned rewritten (``states``: a path's
+    hash -> its new state), then VACUUM and a truncated WAL; the summary is removed (it is
     rebuilt from the refs); a memory folder's base on a purged revision
     follows its replacement or goes; leftovers of writers that died
     (temporary files, unfinished packs) and what ``hs upgrade`` replaced go."""
@@ -101,7 +108,7 @@ def clean_local(store: Store, drop: set[str], entries: list[PurgeEntry], files: 
     for e in entries:
         replaced.update(e.replaced)
     purged = store.purged_ids()
-    _clean_sources(store, purged, replaced, files)
+    _clean_sources(store, purged, replaced, files, states or {})
     Summary(store).remove()
     base = store.root / BASE_DIR
     if base.is_dir():
@@ -119,7 +126,11 @@ def clean_local(store: Store, drop: set[str], entries: list[PurgeEntry], files: 
 
 
 def _clean_sources(
-    store: Store, purged: frozenset[str], replaced: dict[str, str], files: set[str]
+    store: Store,
+    purged: frozenset[str],
+    replaced: dict[str, str],
+    files: set[str],
+    states: dict[str, str],
 ) -> None:
     path = store.root / "local" / SOURCES_NAME
     if not path.exists():
@@ -134,6 +145,11 @@ def _clean_sources(
         for obj in rows:
             if obj in purged:
                 conn.execute("DELETE FROM turns WHERE object = ?", (obj,))
+        if states:
+            for (p,) in conn.execute("SELECT path FROM files").fetchall():
+                state = states.get(path_key(str(p)))
+                if state is not None:
+                    conn.execute("UPDATE files SET resume_state = ? WHERE path = ?", (state, p))
         if files:
             for table in ("turns", "files"):
                 for (p,) in conn.execute(f"SELECT DISTINCT path FROM {table}").fetchall():
@@ -144,6 +160,37 @@ def _clean_sources(
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
+
+
+def read_only(path: Path) -> sqlite3.Connection:
+    """A local SQLite file opened to read, and as an immutable file when no
+    writer has it open: a preview leaves no -wal or -shm behind (as
+    histstore.history.sources)."""
+    wal = path.with_name(path.name + "-wal").exists()
+    return sqlite3.connect(
+        path.as_uri() + ("?mode=ro" if wal else "?mode=ro&immutable=1"), uri=True
+    )
+
+
+def session_states(store: Store, turns: set[str]) -> dict[str, str]:
+    """The resume states of the files that held ``turns`` (a session purge's):
+    emptied. What an import left there is the purged session's own (its
+    title, its directory); the file is not read again (its turns are
+    purged), and a later read of what it grows starts afresh."""
+    path = store.root / "local" / SOURCES_NAME
+    if not path.exists() or not turns:
+        return {}
+    out: dict[str, str] = {}
+    conn = read_only(path)
+    try:
+        for p, obj in conn.execute("SELECT path, object FROM turns"):
+            if obj in turns:
+                out[path_key(str(p))] = "{}"
+    except sqlite3.DatabaseError:
+        return {}
+    finally:
+        conn.close()
+    return out
 
 
 def path_key(path: str) -> str:
@@ -215,13 +262,15 @@ def _names(text: str, session: str) -> bool:
         return False
     if not isinstance(obj, dict):
         return False
-    if obj.get("session") == session or obj.get("session_id") == session:
+    if any(obj.get(k) == session for k in ("session", "session_id", "thread-id", "thread_id")):
         return True
     inner = obj.get("text")
     if isinstance(inner, str):
         with contextlib.suppress(ValueError):
             payload = json.loads(inner)
-            return isinstance(payload, dict) and payload.get("session_id") == session
+            return isinstance(payload, dict) and any(
+                payload.get(k) == session for k in ("session_id", "thread-id", "thread_id")
+            )
     return False
 
 

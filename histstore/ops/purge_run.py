@@ -73,6 +73,10 @@ class Plan:
     torn: dict[str, str] = field(default_factory=dict)
     #: local source-table files to forget: blake3 of each path
     files: list[str] = field(default_factory=list)
+    #: local source-table files whose resume state (the file's title, its
+    #: directory, … as an import left them) is rewritten: blake3 of the path
+    #: -> the new state
+    states: dict[str, str] = field(default_factory=dict)
     #: capture records (``local/capture/``) to rewrite or remove: path below
     #: it -> [blake3 of the bytes planned from, the new text or None]
     capture: dict[str, list[str | None]] = field(default_factory=dict)
@@ -103,7 +107,7 @@ class Plan:
             "replaced": len(self.replaced),
             "refs": self.refs,
             "log_entries": len(self.log) + len(self.torn),
-            "source_files": len(self.files),
+            "source_files": len(self.files) + len(self.states),
             "capture_records": len(self.capture),
             "findings": dict(sorted(self.findings.items())),
         }
@@ -307,6 +311,7 @@ def commit(
         "log": plan.log,
         "torn": plan.torn,
         "files": sorted(plan.files),
+        "states": plan.states,
         "capture": plan.capture,
     }
     purging.write_pending(store.root, pending)
@@ -337,7 +342,8 @@ def run_pending(store: Store, pending: dict[str, Any], step: Step | None = None)
         drop = store.purged_still_stored()
         report.removed, report.packs_rewritten = gcmod.remove_objects(store, drop, step)
         say_step(step, "local")
-        clean_local(store, drop, entries, set(pending.get("files") or []))
+        files, states = set(pending.get("files") or []), pending.get("states") or {}
+        clean_local(store, drop, entries, files, states)
         clean_capture(store, pending.get("capture") or {})
         say_step(step, "index")
         report.index = forget_in_index(store)

@@ -28,7 +28,7 @@ from typing import Any
 from histstore.errors import BadInput, NotFound
 from histstore.history.sources import NAME as SOURCES_NAME
 from histstore.ops.purge import Plan, Report, Step, count_kinds, purge
-from histstore.ops.purge_files import capture_files, capture_key, line_key, path_key
+from histstore.ops.purge_files import capture_files, capture_key, line_key, path_key, read_only
 from histstore.store.codec import canonical_json, decode_json
 from histstore.store.kinds import (
     BLOB_FIELDS,
@@ -420,12 +420,7 @@ def _sources(store: Store, rw: Rewrite, plan: Plan) -> None:
     path = store.root / "local" / SOURCES_NAME
     if not path.exists():
         return
-    # read-only, and as an immutable file when no writer has it open: a
-    # preview leaves no -wal or -shm behind (as histstore.history.sources)
-    wal = path.with_name(path.name + "-wal").exists()
-    conn = sqlite3.connect(
-        path.as_uri() + ("?mode=ro" if wal else "?mode=ro&immutable=1"), uri=True
-    )
+    conn = read_only(path)
     try:
         rows = conn.execute("SELECT path, resume_state FROM files").fetchall()
         rows += conn.execute("SELECT DISTINCT path, '' FROM turns").fetchall()
@@ -436,9 +431,33 @@ def _sources(store: Store, rw: Rewrite, plan: Plan) -> None:
     keys = set(plan.files)
     for p, state in rows:
         p, state = str(p), str(state)
-        if rw.string(p) != p or (state and rw.string(state) != state):
-            keys.add(path_key(p))
+        if rw.string(p) != p:
+            keys.add(path_key(p))  # its name holds it: the next import reads it again
+        elif state:
+            new = _state(rw, state)
+            if new != state:  # rewritten in place: read again, it would bring it back
+                plan.states[path_key(p)] = new
     plan.files = sorted(keys)
+    for key in keys:
+        plan.states.pop(key, None)
+
+
+def _state(rw: Rewrite, state: str) -> str:
+    """A resume state (JSON) with every string in it rewritten."""
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return rw.string(value)
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, dict):
+            return {rw.string(k): walk(v) for k, v in value.items()}
+        return value
+
+    try:
+        return json.dumps(walk(json.loads(state)), sort_keys=True)
+    except (ValueError, RecursionError):
+        return rw.string(state)
 
 
 def _capture(store: Store, rw: Rewrite, plan: Plan) -> None:
