@@ -320,6 +320,68 @@ def test_a_text_purge_rewrites_a_resume_state_and_an_import_brings_it_not_back(
         assert store.session(DEMO_SESSION).title == "[REDACTED:purged] for login_user"
 
 
+def test_gc_removes_a_purged_object_a_fresh_pack_brought_back(
+    hs: HS, tmp_path: Path, store_path: Path
+) -> None:
+    """A pack copied back from a backup holds what a purge removed: a daily gc
+    rewrites it without those objects, though the pack is fresh and too big
+    to be rolled up."""
+    _store(hs, tmp_path)
+    packs = store_path / "objects" / "pack"
+    saved = {f.name: f.read_bytes() for f in packs.iterdir() if f.suffix in (".pack", ".idx")}
+    _ok(hs("purge", "gone", "--confirm", "gone"))
+    assert _scan(store_path, MARK) == {}
+    for name, data in saved.items():
+        (packs / name).write_bytes(data)
+    assert _scan(store_path, MARK) != {}
+    r = hs("gc")
+    assert r.exit_code == 0, r.stderr
+    assert _scan(store_path, MARK) == {}, (r.stdout, sorted(p.name for p in packs.iterdir()))
+    _ok(hs("fsck"))
+
+
+def test_fsck_repair_never_makes_a_purged_object_readable_again(
+    hs: HS, tmp_path: Path, store_path: Path
+) -> None:
+    """A pack from before a purge comes back without its index: the repair
+    rebuilds the index, which reaches the purged objects, and removes them."""
+    _store(hs, tmp_path)
+    packs = store_path / "objects" / "pack"
+    saved = {f.name: f.read_bytes() for f in packs.iterdir() if f.suffix == ".pack"}
+    _ok(hs("purge", "gone", "--confirm", "gone"))
+    purged = hs.json_lines("purge", "--list", "--json")
+    assert purged
+    for name, data in saved.items():
+        if not (packs / name).exists():
+            (packs / name).write_bytes(data)
+    r = hs("fsck", "--repair")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert _scan(store_path, MARK) == {}
+    r = hs("fsck")
+    assert (r.exit_code, r.stderr) == (0, ""), r.stdout
+
+
+@pytest.mark.parametrize("target", ["s-7", "s-7~turn-0001"])
+def test_a_session_only_the_refs_log_names_can_be_purged(
+    hs: HS, store_path: Path, target: str
+) -> None:
+    """Its recording undone, the session is in no ref, but its objects stay
+    for undo: a purge finds it through the log, as it finds what to remove."""
+    _ok(hs("init"))
+    _ok(hs("record", input=json.dumps(turn_record(1, session_id="s-7", asked=f"on {MARK}"))))
+    _ok(hs("undo"))
+    assert _scan(store_path, MARK) != {}
+    r = hs("purge", target)
+    assert r.exit_code == 0, r.stderr
+    assert "nothing was removed: to purge, run again with --confirm" in r.stdout
+    r = hs("purge", target, "--confirm", target)
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith("purged ")
+    assert _scan(store_path, MARK) == {}
+    r = hs("fsck")
+    assert (r.exit_code, r.stderr) == (0, ""), r.stdout
+
+
 def test_purge_refuses_what_it_cannot_do_and_changes_nothing(
     hs: HS, tmp_path: Path, store_path: Path
 ) -> None:

@@ -26,6 +26,10 @@ def fsck(store: Store, *, repair: bool = False) -> list[Finding]:
         out += _repair_purges(store)
     purges = check_purges(store)
     found, replayed = check_store(store, repair=repair)
+    if repair and store.purged_still_stored():
+        # a pack index the repair rebuilt reaches purged objects again
+        out += _repair_purges(store)
+        purges = check_purges(store)
     out += purges + found
     # derived data is compared with the refs only when they are sound
     if not any(f.severity == "error" for f in out):

@@ -252,9 +252,12 @@ class Plan:
     keep: set[str]
     drop: int
     made: float  # when the plan was made: a file touched since is checked again
-    dropped_from: set[str] = field(default_factory=set)  # packs some object of which goes
+    #: packs some object of which goes (a purged one aside)
+    dropped_from: set[str] = field(default_factory=set)
     #: objects a file that goes holds whose copy in a kept pack is the one left
     relied: set[str] = field(default_factory=set)
+    #: purged objects stored again that go, however fresh their file
+    purged: set[str] = field(default_factory=set)
 
 
 def geometric_split(sizes: list[int], rolled: int) -> int:
@@ -310,6 +313,9 @@ def plan(
         rewrite = packs[:split]
         for p in packs[split:]:
             garbage = 0
+            if prune and purged and any(i in purged for i in p.ids()):
+                rewrite.append(p)  # a purged object stored again goes, however fresh
+                continue
             if prune and not fresh(p.pack_path):
                 garbage = sum(1 for i in p.ids() if i not in reachable)
             if p.n and garbage / p.n >= GARBAGE_SHARE:
@@ -332,7 +338,8 @@ def plan(
                 keep.add(i)
             else:
                 dropped.add(i)
-                dropped_from.add(p.name)
+                if i not in purged:  # (a purged one goes however fresh its pack)
+                    dropped_from.add(p.name)
     for i in loose:
         if i in in_kept:
             relied.add(i)
@@ -343,7 +350,9 @@ def plan(
             dropped.add(i)
     dropped -= keep  # an object two files held, one of them fresh
     relied -= purged if prune else set()
-    return Plan(rewrite, kept, loose, keep, len(dropped), made, dropped_from, relied)
+    plan = Plan(rewrite, kept, loose, keep, len(dropped), made, dropped_from, relied)
+    plan.purged = (dropped & purged) if prune else set()
+    return plan
 
 
 def check_relied(objects: DiskObjectStore, p: Plan) -> None:
@@ -537,7 +546,7 @@ def _swap(
     gone = []
     for i in p.loose:
         m = _mtime(objects._loose_path(i))
-        if not force and m is not None and m > p.made and i not in p.keep:
+        if not force and m is not None and m > p.made and i not in p.keep and i not in p.purged:
             report.kept_fresh.append(i)
             continue
         gone.append(i)

@@ -244,8 +244,42 @@ def count_kinds(store: Store, plan: Plan) -> None:
 
 
 def resolve(store: Store, text: str, confirm: str | None) -> Target:
-    """The target of ``hs purge TARGET``, as ``hs forget`` resolves one."""
-    return resolve_target(store, text, confirm=confirm)
+    """The target of ``hs purge TARGET``, as ``hs forget`` resolves one; else
+    a session (or ``SESSION~TURN``) only the refs log still names, an undone
+    import's: what a purge removes is found through the log too."""
+    try:
+        return resolve_target(store, text, confirm=confirm)
+    except NotFound:
+        found = _logged_target(store, text.strip())
+        if found is None:
+            raise
+        return found
+
+
+def _logged_target(store: Store, text: str) -> Target | None:
+    sid, sep, tid = text.partition(TURN_SEPARATOR)
+    if not sid or (sep and not tid):
+        return None
+    names = {
+        inner_ref(c.ref)[len(SESSION_PREFIX) :]
+        for op in store.operations()
+        for c in op.changes
+        if inner_ref(c.ref).startswith(SESSION_PREFIX)
+    }
+    hits = [n for n in names if n == sid] or sorted(n for n in names if n.startswith(sid))
+    if len(hits) != 1:
+        return None
+    session = hits[0]
+    if not sep:
+        return Target("session", session, session, 0, "", in_store=False)
+    revs = _chain(
+        store, _values(store, lambda n: inner_ref(n) == SESSION_PREFIX + session), "session"
+    )
+    turns = {t.turn_id for r in revs.values() for t in r.turns}
+    match = [t for t in turns if t == tid] or sorted(t for t in turns if t.startswith(tid))
+    if len(match) != 1:
+        return None
+    return Target("turn", match[0], session, 1, "", in_store=False)
 
 
 def plan_target(store: Store, target: Target) -> Plan:
