@@ -48,16 +48,14 @@ class Unconfirmed(BadInput):
 
 
 def _scope(project: str | None) -> Scope:
-    from histstore.history.project import project_key
+    from histstore.history.project import local_project_key
     from histstore.memory.scopes import scope_for
 
     if project is None:
         return scope_for(None)
     if not project.strip():
         raise BadInput("--project is empty", hint="give a project directory, e.g. --project .")
-    path = Path(project).expanduser()
-    key = project_key(str(path.resolve())) if path.exists() else project
-    return scope_for(key)
+    return scope_for(local_project_key(project))
 
 
 def _dir(store: Store, project: str | None, memory_dir: Path | None) -> MemoryDir:

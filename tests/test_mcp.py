@@ -252,3 +252,52 @@ def test_recent_sessions_reads_only_new_revisions_and_follows_the_refs(
     assert hs("undo").exit_code == 0  # the ref moves back to a revision read before
     back = reads.sessions(Store.open(store.root), cache=cache)  # type: ignore[arg-type]
     assert back[0].turns == 1 and list(cache) == list(store.session_refs().values())
+
+
+@pytest.mark.parametrize("how", ["symlink", "trailing-slash"])
+def test_the_memory_tools_map_the_project_as_the_cli_does(
+    hs: HS, store: Store, tmp_path: Path, how: str
+) -> None:
+    """A project named through a link (roots, ``_meta``), or with a trailing
+    separator, is the scope `hs memory --project` gives that directory."""
+    real = tmp_path / "real"
+    (real / "src").mkdir(parents=True)
+    if how == "symlink":
+        (real / ".git").mkdir()
+        (tmp_path / "link").symlink_to(real)
+        named = str(tmp_path / "link" / "src")
+    else:
+        named = str(real) + "/"
+    mem = tmp_path / "mem"
+    mem.mkdir()
+    assert hs("memory", "dir", "--project", str(real), "--set", str(mem)).exit_code == 0
+    body = "Tox runs CI.\n\n**Why:** one place.\n\n**How to apply:** run tox."
+    args = ["--type", "project", "--slug", "ci-tox", "--name", "CI runs tox"]
+    args += ["--description", "CI is tox", "--body", body, "--yes"]
+    r = hs("memory", "write", "--project", str(real), *args)
+    assert r.exit_code == 0, r.stderr
+    env = _env(Store.open(store.root), tmp_path, named)
+    assert "project_ci-tox.md" in tools.call(env, "memory_list", {})
+    assert "CI runs tox" in tools.call(env, "memory_prompt", {"model": "gpt-5"})
+    assert tools.call(env, "memory_read", {"name": "ci-tox"}).startswith("# project_ci-tox.md")
+
+
+@pytest.mark.parametrize("inside", [False, True])
+def test_drafts_never_go_into_a_configured_memory_folder(
+    hs: HS, store: Store, tmp_path: Path, inside: bool
+) -> None:
+    """A memory folder config.toml names is one even while it has no index."""
+    mem = tmp_path / "mem"
+    mem.mkdir()
+    assert hs("memory", "dir", "--set", str(mem)).exit_code == 0
+    drafts = mem / "drafts" if inside else mem
+    env = Env(Store.open(store.root).root, "/home/dev/src/app", drafts)
+    note = {"type": "user", "slug": "dr1", "name": "Dr", "description": "A draft"}
+    note["body"] = "Works in vim."
+    with pytest.raises(Exception) as e:
+        tools.call(env, "memory_propose", note)
+    where = "is inside" if inside else "is"
+    assert e.value.line().startswith(  # type: ignore[attr-defined]
+        f"hs: error: the drafts folder {drafts} {where} the system memory directory {mem}"
+    )
+    assert list(mem.rglob("*")) == []

@@ -34,6 +34,18 @@ def project_key(directory: str) -> str:
     return directory
 
 
+def local_project_key(directory: str) -> str:
+    """The project key of a directory a person or an agent names here (``hs
+    memory --project``, the MCP tools' project): one that exists is made
+    absolute, its links and any trailing separator resolved away, then
+    mapped by :func:`project_key`; one that does not is kept as given."""
+    path = Path(directory).expanduser()
+    try:
+        return project_key(str(path.resolve())) if path.exists() else directory
+    except (OSError, RuntimeError):
+        return directory
+
+
 def _trim(path: str) -> str:
     """A path without its trailing separators (``/`` stays ``/``)."""
     trimmed = path.rstrip("/\\")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from histstore.errors import HistError, NotFound
-from histstore.history.project import project_key
+from histstore.history.project import local_project_key
 from histstore.mcp.base import Env
 from histstore.memory import drafts as memdrafts
 from histstore.memory.prompt import list_notes, prompt, read_note
@@ -24,7 +24,7 @@ from histstore.store.store import Store
 
 
 def _scopes(store: Store, env: Env, which: str | None) -> list[Scope]:
-    here = scope_for(project_key(env.project))
+    here = scope_for(local_project_key(env.project))
     if which == "project":
         return [here]
     if which == "system":
@@ -76,7 +76,10 @@ def _dirs(store: Store, env: Env) -> tuple[list[MemoryDir], list[str]]:
     finds them; why one is missing."""
     dirs: list[MemoryDir] = []
     missing: list[str] = []
-    for scope, use_env in ((scope_for(None), False), (scope_for(project_key(env.project)), True)):
+    for scope, use_env in (
+        (scope_for(None), False),
+        (scope_for(local_project_key(env.project)), True),
+    ):
         try:
             dirs.append(memory_dir(store, scope, use_env=use_env))
         except HistError as e:
@@ -108,7 +111,7 @@ def memory_prompt(env: Env, a: dict[str, Any]) -> str:
 
 def memory_propose(env: Env, a: dict[str, Any]) -> str:
     with Store.open(env.store) as store:
-        here = scope_for(project_key(env.project))
+        here = scope_for(local_project_key(env.project))
         mdir: MemoryDir | None = None
         why: str | None = None
         choices = {"project": [(here, True)], "system": [(scope_for(None), False)]}

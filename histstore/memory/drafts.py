@@ -24,7 +24,7 @@ import yaml
 from histstore.errors import BadInput, HistError
 from histstore.memory import index as memindex
 from histstore.memory import rules as memrules
-from histstore.memory.scopes import MemoryDir, Scope, inside
+from histstore.memory.scopes import MemoryDir, Scope, configured_dirs, inside
 from histstore.memory.writes import plan_write
 from histstore.overlay.markers import Overlay
 from histstore.overlay.visibility import View, Visibility
@@ -38,11 +38,17 @@ def check_folder(store: Store, folder: Path, what: str) -> Path:
     folder = store.check_outside(folder, what)
     if folder.exists() and not folder.is_dir():
         raise BadInput(f"{what} {folder} is not a directory")
+    hint = "drafts go to a folder of their own; `hs memory write --from` brings one in"
     if folder.is_dir() and memindex.index_order(os.listdir(folder)):
-        raise BadInput(
-            f"{what} {folder} is a memory directory (it has an index)",
-            hint="drafts go to a folder of their own; `hs memory write --from` brings one in",
-        )
+        raise BadInput(f"{what} {folder} is a memory directory (it has an index)", hint=hint)
+    here = folder.resolve()
+    for scope, d in configured_dirs(store).items():
+        mdir = Path(d).expanduser().resolve()
+        if here == mdir or here.is_relative_to(mdir):
+            where = "is" if here == mdir else "is inside"
+            raise BadInput(
+                f"{what} {folder} {where} the {scope} memory directory {mdir}", hint=hint
+            )
     return folder
 
 

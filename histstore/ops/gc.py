@@ -588,11 +588,7 @@ def remove_objects(
 
 
 def _dir_bytes(path: Path) -> int:
-    total = 0
-    for dirpath, _, files in os.walk(path):
-        for name in files:
-            total += _size(Path(dirpath) / name)
-    return total
+    return sum(_size(Path(d) / name) for d, _, files in os.walk(path) for name in files)
 
 
 def loose_estimate(objects: DiskObjectStore) -> int:
