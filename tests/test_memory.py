@@ -924,6 +924,13 @@ def test_a_write_never_shows_an_excluded_notes_text(hs: HS, mem: Path) -> None:
         "- [Secret](x) plan](project_secret.md) — codename BLUEFOX\n",  # a name holding "]("
         "- [Secret](project_secret.md) — plain\u2028codename BLUEFOX\n",  # a line separator
         "- [Secret](project_secret.md) — plain\fcodename BLUEFOX\n",  # a form feed
+        # links a reader follows to the note, though no entry's form
+        "- [Secret](./project_secret.md) — codename BLUEFOX\n",
+        "- [Secret](<project_secret.md>) — codename BLUEFOX\n",
+        "- [Secret](project_secret.md#top) — codename BLUEFOX\n",
+        "- [Secret](project%5Fsecret.md) — codename BLUEFOX\n",
+        '- [Secret](project_secret.md "the plan") — codename BLUEFOX\n',
+        "- Secret: codename BLUEFOX, in project_secret.md\n",  # its name written out
     ],
 )
 def test_an_excluded_notes_index_line_is_dropped_however_it_reads(

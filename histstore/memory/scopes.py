@@ -19,6 +19,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 import blake3
 
@@ -257,6 +258,24 @@ def redacted(store: Store, data: bytes) -> bytes:
 _LINK_RE = re.compile(r"\]\(([^)]+)\)")
 
 
+#: a file name a line may mention, link or not (``user_x.md``)
+_FILE_RE = re.compile(r"[^\s\[\]()<>/\\\"'`]+\.md\b", re.IGNORECASE)
+
+
+def link_target(raw: str) -> str:
+    """The file a Markdown link's target names, as a reader follows it:
+    ``<…>`` unwrapped, a title, ``#fragment`` and ``?query`` cut, ``%xx``
+    decoded, leading ``./`` dropped."""
+    t = raw.strip()
+    if t.startswith("<") and ">" in t:
+        t = t[1 : t.index(">")]
+    t = t.split()[0] if t.split() else ""
+    t = unquote(t.split("#", 1)[0].split("?", 1)[0])
+    while t.startswith("./"):
+        t = t[2:]
+    return t
+
+
 def index_link(line: str) -> str | None:
     """The note an index line is about: the file of its entry as the index
     reads it (a name may hold "](x)"), else its first link's target."""
@@ -264,7 +283,7 @@ def index_link(line: str) -> str | None:
     if file is not None:
         return file
     m = _LINK_RE.search(line)
-    return m.group(1) if m else None
+    return link_target(m.group(1)) if m else None
 
 
 def index_lines(text: str) -> list[str]:
@@ -276,10 +295,15 @@ def index_lines(text: str) -> list[str]:
 
 
 def _names_any(line: str, names: Callable[[str], bool]) -> bool:
-    """Whether a line names a note ``names`` holds, by its entry or by any
-    link in it (a withheld note's line is never kept for a misread)."""
+    """Whether a line names a note ``names`` holds, by its entry, by any link
+    in it in any form a reader follows, or by the file's name written out (a
+    withheld note's line is never kept for a misread)."""
     file = index_link(line)
-    return (file is not None and names(file)) or any(names(t) for t in _LINK_RE.findall(line))
+    if file is not None and names(file):
+        return True
+    if any(names(link_target(t)) for t in _LINK_RE.findall(line)):
+        return True
+    return any(names(t) for t in _FILE_RE.findall(unquote(line)))
 
 
 def split_index(data: bytes, withheld: set[str]) -> tuple[list[str], list[str]]:
