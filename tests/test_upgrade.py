@@ -70,7 +70,7 @@ def test_every_command_on_a_format_1_store_says_to_upgrade(
     root, _ = f1
     for args in (["log"], ["status"], ["recall", "login"], ["gc"]):
         r = hs("-C", str(root), *args)
-        assert r.exit_code != 0
+        assert (r.exit_code, r.stdout) == (3, ""), args  # as cli.md documents
         assert "format version 1" in r.stderr and "run `hs upgrade`" in r.stderr, args
 
 
@@ -140,6 +140,39 @@ def test_upgrade_refuses_what_is_not_a_store(hs: HS, tmp_path: Path) -> None:
     r = hs("-C", str(tmp_path / "none"), "upgrade")
     assert r.exit_code == 2 and r.stderr.startswith("hs: error: no store at ")
     assert not (tmp_path / "none").exists()
+
+
+def test_an_upgrade_refused_for_damage_leaves_nothing_behind(
+    hs: HS, f1: tuple[Path, dict[str, Any]]
+) -> None:
+    """A missing object stops the upgrade before its commit: the store is the
+    format-1 store it was, and no half-built new store is left in it."""
+    root, made = f1
+    oid = made["turns"][3]  # a loose one (the pack holds 1 and 2)
+    (root / "objects" / oid[:2] / oid[2:]).unlink()
+    before = tree_digest(root, skip=("lock", "lock.owner"))
+    r = hs("-C", str(root), "upgrade")
+    assert (r.exit_code, r.stdout) == (7, "")
+    assert r.stderr.startswith(f"hs: error: cannot upgrade: object {oid}")
+    assert not (root / ".upgrade").exists()
+    assert tree_digest(root, skip=("lock", "lock.owner")) == before
+
+
+def test_a_remotes_tracking_ref_of_a_turn_marker_is_renamed_too(hs: HS, tmp_path: Path) -> None:
+    """A turn's overlay ref is ``<session>~<turn>`` in format 2, and so is
+    the tracking ref a sync left of it (else the next sync sees a new ref)."""
+    root = tmp_path / "store"
+    f = F1Store(root)
+    t1 = f.turn(1, "s-a")
+    f.op({"sessions/s-a": f.session("s-a", [f.entry(1, t1)])}, "hs record")
+    m1 = f.marker("t001", "turn", "s-a", "exclude", "active", None, reason="a key")
+    f.op({"overlay/t001": m1, "remotes/lap/overlay/t001": m1}, "hs sync lap", kind="overlay")
+    assert hs("-C", str(root), "upgrade").exit_code == 0
+    refs = {d["ref"] for d in hs.json_lines("-C", str(root), "plumbing", "show-ref")}
+    assert {"overlay/s-a~t001", "remotes/lap/overlay/s-a~t001"} <= refs
+    assert not {"overlay/t001", "remotes/lap/overlay/t001"} & refs
+    r = hs("-C", str(root), "fsck")
+    assert r.exit_code == 0, r.stdout + r.stderr
 
 
 def test_sync_between_format_1_and_format_2_is_refused(

@@ -36,7 +36,7 @@ from typing import Any
 
 import filelock
 
-from histstore.errors import BadInput, CorruptObject, CorruptStore, NotFound
+from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError, NotFound
 from histstore.history.sources import Sources
 from histstore.memory.folders import BASE_DIR
 from histstore.store import upgrading
@@ -136,13 +136,24 @@ def upgrade(
     try:
         write_owner(root)
         upgrading.remove_leftovers(root)  # an upgrade stopped before it committed
-        _Builder(root, report, progress).build()
+        try:
+            _Builder(root, report, progress).build()
+        except HistError:
+            if not upgrading.committed(root):
+                upgrading.remove_leftovers(root)  # refused: nothing was changed, nothing left
+            raise
         upgrading.finish(root)
     finally:
         clear_owner(root)
         lock.release()
     report.seconds = time.monotonic() - started
     return report
+
+
+def _remote_prefix(head: str) -> bool:
+    """Whether ``head`` is ``remotes/<name>/``: a tracking ref's prefix."""
+    parts = head.split("/")
+    return len(parts) == 3 and parts[0] == "remotes" and bool(parts[1]) and parts[2] == ""
 
 
 class _Builder:
@@ -345,13 +356,17 @@ class _Builder:
         return handler[kind](object_id)
 
     def ref_name(self, name: str, new_value: str) -> str:
-        """A turn's overlay ref is named ``<session>~<turn>`` in format 2."""
-        if not name.startswith("overlay/") or TURN_SEPARATOR in name:
+        """A turn's overlay ref is named ``<session>~<turn>`` in format 2, and
+        so is a remote's tracking ref of one (``remotes/<r>/overlay/…``)."""
+        head, sep, inner = name.partition("overlay/")
+        if not sep or (head and not _remote_prefix(head)):
+            return name
+        if TURN_SEPARATOR in inner:
             return name
         assert self.new is not None
         d = json.loads(self.new.objects.get(new_value)[1])
-        if d.get("target_kind") == "turn" and name == f"overlay/{d['target']}":
-            return f"overlay/{d['session']}{TURN_SEPARATOR}{d['target']}"
+        if d.get("target_kind") == "turn" and inner == d["target"]:
+            return f"{head}overlay/{d['session']}{TURN_SEPARATOR}{d['target']}"
         return name
 
     # --------------------------------------------------------------- build
@@ -439,7 +454,7 @@ class _Builder:
         return ops
 
     def _log_ref_name(self, name: str, value: str | None) -> str:
-        if value is None or not name.startswith("overlay/") or TURN_SEPARATOR in name:
+        if value is None:
             return name
         return self.ref_name(name, value)
 
