@@ -382,6 +382,29 @@ def test_a_session_only_the_refs_log_names_can_be_purged(
     assert (r.exit_code, r.stderr) == (0, ""), r.stdout
 
 
+def test_a_purge_stopped_by_damage_elsewhere_says_it_was_the_purge(
+    hs: HS, tmp_path: Path, store_path: Path
+) -> None:
+    from histstore.store.objectstore import DiskObjectStore
+
+    _store(hs, tmp_path)
+    keep = next(t["object"] for t in hs.json_lines("log", "--json") if t["session_id"] == "keep")
+    objects = DiskObjectStore(store_path / "objects")
+    pack = next(p for p in objects.packs() if p.entry(bytes.fromhex(keep)))
+    off, length = pack.entry(bytes.fromhex(keep))  # type: ignore[misc]
+    data = bytearray(pack.pack_path.read_bytes())
+    data[off + length // 2] ^= 0xFF
+    pack.pack_path.write_bytes(bytes(data))
+    before = snapshot(store_path)
+    r = hs("purge", "gone", "--confirm", "gone")
+    assert (r.exit_code, r.stdout) == (7, "")
+    assert r.stderr.startswith(f"hs: error: purge stopped: object {keep} cannot be read (")
+    assert r.stderr.endswith(
+        "; hint: run `hs fsck` (and `hs fsck --repair`); the purge removed nothing\n"
+    )
+    assert snapshot(store_path) == before
+
+
 def test_purge_refuses_what_it_cannot_do_and_changes_nothing(
     hs: HS, tmp_path: Path, store_path: Path
 ) -> None:

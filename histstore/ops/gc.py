@@ -194,10 +194,10 @@ def mark(
     progress: Progress | None = None,
     *,
     skip: Iterable[str] = (),
+    who: str = "gc",
 ) -> set[str]:
-    """Every id reachable from ``start``: each object read and parsed once
-    (blobs, which name nothing, are never read). An object that cannot be read
-    stops gc: what it names is unknown, so nothing may go."""
+    """Every id reachable from ``start``, each object read once (blobs never):
+    one that cannot be read stops ``who`` (gc, a purge) — nothing may go."""
     seen: set[str] = set()
     # a purged id is a hole: what names it stays, it is never read (hs purge)
     purged = store.purged_ids() | set(skip)
@@ -210,14 +210,14 @@ def mark(
         seen.add(object_id)
         if kinds.get(object_id) == "blob":
             if not store.objects.has(object_id):
-                raise _unreadable(object_id, "it is missing")
+                raise _unreadable(object_id, "it is missing", who)
             continue
         try:
             obj = parse(object_id, *store.objects.get(object_id))
         except NotFound:
-            raise _unreadable(object_id, "it is missing") from None
+            raise _unreadable(object_id, "it is missing", who) from None
         except CorruptObject as e:
-            raise _unreadable(object_id, e.reason) from None
+            raise _unreadable(object_id, e.reason, who) from None
         for ref in obj.refs():
             if ref.id not in seen and ref.id not in purged:
                 kinds[ref.id] = ref.kind
@@ -227,10 +227,11 @@ def mark(
     return seen
 
 
-def _unreadable(object_id: str, why: str) -> CorruptStore:
+def _unreadable(object_id: str, why: str, who: str = "gc") -> CorruptStore:
+    done = "gc" if who == "gc" else f"the {who}"
     return CorruptStore(
-        f"gc stopped: object {object_id} cannot be read ({why}), so what it reaches is unknown",
-        hint="run `hs fsck` (and `hs fsck --repair`); gc removed nothing",
+        f"{who} stopped: object {object_id} cannot be read ({why}), so what it reaches is unknown",
+        hint=f"run `hs fsck` (and `hs fsck --repair`); {done} removed nothing",
     )
 
 
@@ -288,9 +289,8 @@ def plan(
     prune: bool,
     purged: frozenset[str] = frozenset(),
 ) -> Plan:
-    """Which packs to rewrite and what the new pack keeps: whatever is
-    reachable or in a file touched after ``threshold`` (or everything, when
-    not pruning)."""
+    """Which packs to rewrite and what the new pack keeps: whatever is reachable
+    or in a file touched after ``threshold`` (everything, when not pruning)."""
     packs = sorted(objects.packs(), key=lambda p: (p.pack_path.stat().st_size, p.name))
     loose = list(objects.iter_loose())
     in_kept: set[str] = set()

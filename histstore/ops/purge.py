@@ -134,7 +134,7 @@ def _kept(store: Store, skip: set[str]) -> set[str]:
         for c in op.changes:
             roots.update(v for v in (c.old, c.new) if v)
     roots = _present(store, roots) - skip
-    return gcmod.mark(store, roots, skip=skip)
+    return gcmod.mark(store, roots, skip=skip, who="purge")
 
 
 def plan_session(store: Store, session_id: str) -> Plan:
