@@ -363,3 +363,39 @@ def test_a_source_table_from_before_raw_lines_gains_the_column(
     )
     assert rw.where("new")["lines"] == [1, 2, 3]
     rw.close()
+
+
+def test_source_rows_are_written_beside_another_writer(store: Store, tmp_path: Path) -> None:
+    """Captures run in parallel, and each records its turns' sources after the
+    store lock: a transaction that read the table, then wrote, failed at once
+    ("database is locked") when another process committed in between. It takes
+    the write lock first now: the other writer waits, this one succeeds."""
+    import sqlite3
+
+    sources = Sources(store)
+    sources.record_turns([("a" * 64, {"file": "/s/a.jsonl", "format": "claude-code"})])
+    db = sources._db(write=True)
+    assert db is not None
+    other = sqlite3.connect(sources.path, timeout=0, isolation_level=None)
+    said: list[str] = []
+
+    def meanwhile(statement: str) -> None:
+        if statement.startswith("INSERT OR REPLACE INTO turns") and not said:
+            try:
+                other.execute(
+                    "INSERT OR REPLACE INTO turns (object, path, format, seq)"
+                    " VALUES ('b', '/s/b.jsonl', 'claude-code', 99)"
+                )
+                said.append("the other writer got in")
+            except sqlite3.OperationalError as e:
+                said.append(f"the other writer waits: {e}")
+
+    db.set_trace_callback(meanwhile)
+    try:
+        sources.record_turns([("c" * 64, {"file": "/s/c.jsonl", "format": "claude-code"})])
+    finally:
+        db.set_trace_callback(None)
+        other.close()
+    assert said == ["the other writer waits: database is locked"]
+    assert {o for o, _ in sources.all_turns()} >= {"a" * 64, "c" * 64}
+    sources.close()

@@ -310,7 +310,10 @@ class Sources:
 
     @contextlib.contextmanager
     def _transaction(self, db: sqlite3.Connection) -> Iterator[None]:
-        db.execute("BEGIN")
+        # the write lock up front: a deferred transaction that read first
+        # fails at once ("database is locked") when another writer committed
+        # meanwhile, where this one waits for it (parallel captures)
+        db.execute("BEGIN IMMEDIATE")
         try:
             yield
         except BaseException:
