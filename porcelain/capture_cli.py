@@ -130,10 +130,12 @@ def hooks_install(
     """
     from histstore.capture import hooks
 
-    hooks.check_install(agent, notify)  # refused before anything is written
-    store = _ensure_store(ctx, json_out)
     argv = _hs_argv()
-    res = hooks.install(agent, argv, store, project=project, notify=notify)
+    store = store_path(ctx).absolute()
+    # every file checked (and a refusal raised) before anything is written, the store too
+    plan = hooks.plan_install(agent, argv, store, project=project, notify=notify)
+    _ensure_store(ctx, json_out)
+    res = hooks.apply(plan)
     _print_installed(res, "hooked in", json_out)
     if json_out:
         return

@@ -18,8 +18,10 @@ What a hook process promises the agent (docs/capture.md):
   store is locked starts ``hs capture --drain --fresh ENTRY`` in a process
   of its own session, which imports the turn (and does any slow work: an
   index build, ``hs gc --auto``) while the agent goes on;
-* with ``HS_CAPTURE_DETACH=0`` it imports the turn itself, under a hard time
-  bound, :data:`BUDGET` seconds (``HS_CAPTURE_BUDGET``): the work is
+* a hard time bound, :data:`BUDGET` seconds (``HS_CAPTURE_BUDGET``), for the
+  whole hook process from reading stdin on (an agent that never closes it
+  gets the hook back in time; a whole payload read by then is spooled):
+  with ``HS_CAPTURE_DETACH=0``, when it imports the turn itself, the work is
   interrupted there (its payload stays spooled), and a process still alive a
   second later ends itself.
 """
@@ -171,14 +173,86 @@ def hs_argv() -> list[str]:
     return [sys.executable, "-m", "histstore.porcelain.entry"]
 
 
-def _read_stdin() -> str:
+def _read_stdin(got: list[bytes]) -> None:
+    """Read stdin to its end (at most :data:`MAX_STDIN` bytes and one more)
+    into ``got``, piece by piece, so what was read stays when the time bound
+    interrupts the read."""
     try:
         if sys.stdin is None or sys.stdin.isatty():
-            return ""
-        data = sys.stdin.buffer.read(MAX_STDIN + 1)
+            return
+        try:
+            fd = sys.stdin.fileno()
+        except (OSError, ValueError):  # a stream of Python's own (a test's runner)
+            got.append(sys.stdin.buffer.read(MAX_STDIN + 1))
+            return
+        size = 0
+        while size <= MAX_STDIN:
+            data = os.read(fd, min(1 << 16, MAX_STDIN + 1 - size))
+            if not data:
+                return
+            got.append(data)
+            size += len(data)
     except (OSError, ValueError, AttributeError):
-        return ""
-    return data.decode("utf-8", "replace")
+        return
+
+
+def _read_stdin_within(limit: float) -> tuple[str, bool]:
+    """The payload on stdin, and whether stdin ended within ``limit`` seconds
+    (the hook's time bound: an agent that never closes the pipe must not keep
+    the hook); when it did not, what was read by then."""
+    import signal
+    import threading
+
+    got: list[bytes] = []
+    ended = True
+    if (
+        not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        _read_stdin(got)  # no alarm (Windows; not the main thread): only an exit timer bounds it
+        return b"".join(got).decode("utf-8", "replace"), True
+
+    def out_of_time(signum: int, frame: object) -> None:
+        raise _OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, out_of_time)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, limit)
+        try:
+            _read_stdin(got)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except _OutOfTime:
+        ended = False
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    return b"".join(got).decode("utf-8", "replace"), ended
+
+
+def _stdin_out_of_time(args: HookArgs, limit: float, partial: str) -> None:
+    """Record a hook stopped by its time bound while it read its payload: a
+    whole payload read by then (the agent wrote it but never closed stdin)
+    is spooled for the next capture; else the next capture reads the
+    transcript."""
+    from pathlib import Path
+
+    from histstore.capture import fastspool
+    from histstore.capture import run as capture
+
+    root = Path(args.store if args.store is not None else default_store())
+    what = "the next capture reads its transcript"
+    if fastspool.is_store(str(root)) and fastspool.event_name(partial) != "unknown":
+        try:
+            fastspool.spool(str(root / fastspool.CAPTURE_DIR), str(args.agent), partial)
+            what = "its payload stays spooled"
+        except OSError:
+            pass
+    capture.record_failure(
+        root,
+        str(args.agent),
+        partial,
+        f"stopped after {limit:g} s reading its payload (the hook's time bound): {what}",
+    )
 
 
 #: the longest bound ``HS_CAPTURE_BUDGET`` may set: an hour (beyond every
@@ -196,12 +270,15 @@ def budget() -> float:
     return value if 0 < value <= MAX_BUDGET else BUDGET
 
 
-def run(args: HookArgs, *, stdin: str | None = None) -> int:
+def run(args: HookArgs, *, stdin: str | None = None, deadline: float | None = None) -> int:
     """Run a capture as a hook does; always 0. ``stdin`` is the payload when
-    it is not an argument (read from the process's stdin when None)."""
+    it is not an argument (read from the process's stdin when None);
+    ``deadline`` (``time.monotonic()``) when the time bound began before
+    (the hook process's: reading stdin counts), else it begins now."""
     import contextlib
     import signal
     import threading
+    import time
     from pathlib import Path
 
     from histstore.capture import run as capture
@@ -224,10 +301,15 @@ def run(args: HookArgs, *, stdin: str | None = None) -> int:
         return 0
     assert args.agent is not None
     _chain(args)
+    limit = budget()
     payload = args.payload if args.payload is not None else stdin
     if payload is None:
-        payload = _read_stdin()
-    limit = budget()
+        deadline = time.monotonic() + limit
+        payload, ended = _read_stdin_within(limit)
+        if not ended:
+            _stdin_out_of_time(args, limit, payload)
+            return 0
+    left = limit if deadline is None else max(deadline - time.monotonic(), 0.001)
 
     def out_of_time(signum: int, frame: object) -> None:
         raise _OutOfTime
@@ -236,7 +318,7 @@ def run(args: HookArgs, *, stdin: str | None = None) -> int:
     previous = signal.signal(signal.SIGALRM, out_of_time) if alarm else None
     try:
         if alarm:
-            signal.setitimer(signal.ITIMER_REAL, limit)
+            signal.setitimer(signal.ITIMER_REAL, left)
         try:
             out = capture.capture(root, args.agent, payload)
         finally:
@@ -303,8 +385,22 @@ def main_fast(argv: list[str]) -> int | None:
     try:
         if not args.drain:
             assert args.agent is not None
+            import threading
+            import time
+
+            limit = budget()
+            deadline = time.monotonic() + limit
+            # the last resort of the time bound: a process stuck past it ends itself
+            stop = threading.Timer(limit + 1.0, os._exit, (0,))
+            stop.daemon = True
+            stop.start()
             _chain(args)
-            payload = args.payload if args.payload is not None else _read_stdin()
+            payload, ended = args.payload, True
+            if payload is None:
+                payload, ended = _read_stdin_within(limit)
+            if not ended:
+                _stdin_out_of_time(args, limit, payload)
+                return 0
             from histstore.capture.fastspool import spool_if_locked
 
             root = args.store or default_store()
@@ -315,13 +411,7 @@ def main_fast(argv: list[str]) -> int | None:
                     return 0  # applied by a process of its own, not waited for
             except OSError:
                 pass  # the full capture records what is wrong
-            import threading
-
-            # the last resort of the time bound: a process stuck past it ends itself
-            stop = threading.Timer(budget() + 1.0, os._exit, (0,))
-            stop.daemon = True
-            stop.start()
-            return run(args, stdin=payload)
+            return run(args, stdin=payload, deadline=deadline)
         return run(args)
     except BaseException:
         return 0

@@ -173,6 +173,21 @@ def test_a_lagging_transcript_takes_the_hooks_answer_then_the_next_event_reads_i
     assert "answered_from" not in (got.get("extra") or {})
 
 
+def test_a_finished_answer_with_a_secret_is_not_taken_from_the_hook(
+    hs: HS, store: Store, store_path: Path, claude: FakeClaude
+) -> None:
+    """The stored answer is redacted; the hook's is compared redacted too, so
+    an answer the transcript holds is never mistaken for a lagging one."""
+    answer = "pushed with ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    t1 = claude.turn("push it", answer)
+    fire(hs, store_path, "claude-code", claude.payload(last_assistant_message=answer))
+    got = turns(store_path)[t1]
+    assert got["answered"].startswith("pushed with ") and "ghp_aB3" not in got["answered"]
+    assert "answered_from" not in (got.get("extra") or {})
+    r = last_run(store_path, "claude-code", "Stop")
+    assert (r["result"], r["lagging"], r["message"]) == ("recorded", False, "")
+
+
 def test_a_late_payload_never_gives_its_answer_to_a_later_turn(
     hs: HS, store: Store, store_path: Path, claude: FakeClaude
 ) -> None:
@@ -204,6 +219,36 @@ def test_a_subagents_stop_reads_its_own_transcript(
     have = turns(store_path)
     assert {t.get("subagent") for t in have.values()} == {None, "ab63947e14e828837"}
     assert len(have) == 2
+
+
+# --------------------------------------------------------------------------- a transcript being written
+
+
+@pytest.mark.parametrize(("last", "then"), [('{"b": ', "2}\n"), ('{"b": 2}', "\n")])
+def test_reading_stops_at_a_line_still_being_written(tmp_path: Path, last: str, then: str) -> None:
+    """A last line without its newline is the agent's, maybe half written:
+    reading stops after it, so what is written meanwhile is never read as a
+    line of its own and no line number shifts; the next read starts there."""
+    from histstore.history.importers import Problem, Resume
+    from histstore.history.importers.jsonl import json_lines
+
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"a": 1}\n' + last)
+    problems: list[Problem] = []
+    lines = json_lines(path, lambda s: s, problems)
+    first, second = next(lines), next(lines)
+    assert (first.lineno, first.obj, first.unfinished) == (1, {"a": 1}, False)
+    assert (second.lineno, second.unfinished) == (2, True)
+    with path.open("a") as f:  # the agent ends its line, and writes another
+        f.write(then + '{"c": 3}\n')
+    assert (list(lines), problems) == ([], [])
+    at = len('{"a": 1}\n')
+    again = list(json_lines(path, lambda s: s, problems, start=Resume(at, 2, {})))
+    assert [(x.lineno, x.at, x.obj, x.error) for x in again] == [
+        (2, at, {"b": 2}, None),
+        (3, at + len('{"b": 2}\n'), {"c": 3}, None),
+    ]
+    assert problems == []
 
 
 # --------------------------------------------------------------------------- codex
@@ -328,6 +373,83 @@ def test_the_time_bound_stops_a_capture_and_keeps_its_payload(
     monkeypatch.setenv("HS_TEST_NO_FSYNC", "1")
     fire(hs, store_path, "claude-code", claude.payload("SessionEnd"))
     assert len(turns(store_path)) == 1 and Journal.of_store(store_path).spooled() == []
+
+
+def test_a_payload_the_spool_cannot_keep_is_applied_at_once(
+    hs: HS, store: Store, store_path: Path, claude: FakeClaude
+) -> None:
+    """``spool`` is a plain file: the payload cannot wait, so it is applied
+    now (its answer too, the transcript lagging), and the spool's failure is
+    recorded; with the store locked as well, the run is a failure, never
+    ``unchanged`` or ``spooled``."""
+    spool = store_path / "local" / "capture" / "spool"
+    spool.parent.mkdir(parents=True, exist_ok=True)
+    spool.write_text("not a folder")
+    t1 = claude.turn("fix the login", "the real answer", lag=True)
+    fire(hs, store_path, "claude-code", claude.payload(last_assistant_message="fixed it"))
+    got = turns(store_path)
+    assert set(got) == {t1} and got[t1]["answered"] == "fixed it"
+    r = last_run(store_path, "claude-code", "Stop")
+    assert (r["result"], r["turns_added"]) == ("recorded", 1)
+    assert r["message"].startswith("applied at once: cannot spool the payload: ")
+    (failure,) = Journal.of_store(store_path).failures()
+    assert failure["message"].startswith("cannot spool the payload: ")
+    claude.flush()
+    t2 = claude.turn("and the tests", "added")
+    with store.lock():
+        fire(hs, store_path, "claude-code", claude.payload(last_assistant_message="added"))
+    assert set(turns(store_path)) == {t1}
+    r = hs("--store", str(store_path), "hooks", "status", "claude-code")
+    assert (r.exit_code, r.stderr) == (0, "")
+    assert "  Stop          not installed; last ran " in r.stdout
+    assert ": failed: cannot spool the payload: " in r.stdout
+    assert "and the store is locked by another writer" in r.stdout
+    assert "failures: 2 in the last 7 days" in r.stdout
+    fire(hs, store_path, "claude-code", claude.payload("SessionEnd"))
+    assert set(turns(store_path)) == {t1, t2}  # the transcript is read by the next capture
+
+
+@pytest.mark.parametrize(("detach", "whole"), [("0", False), ("1", True)])
+def test_the_time_bound_covers_reading_stdin(
+    hs: HS, store: Store, store_path: Path, claude: FakeClaude, detach: str, whole: bool
+) -> None:
+    """An agent that never closes the hook's stdin: the hook process still
+    ends within its time bound (``HS_CAPTURE_BUDGET`` covers whatever the
+    hook process does), exit 0, saying nothing, and records the failure; a
+    whole payload read by then stays spooled for the next capture."""
+    t1 = claude.turn("q", "a")
+    payload = json.dumps(claude.payload()).encode()
+    env = {**os.environ, "HS_CAPTURE_BUDGET": "0.2", "HS_CAPTURE_DETACH": detach}
+    argv = [sys.executable, "-m", "histstore.porcelain.entry", "--store", str(store_path)]
+    p = subprocess.Popen(
+        [*argv, "capture", "claude-code"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert p.stdin is not None and p.stdout is not None and p.stderr is not None
+    try:
+        p.stdin.write(payload if whole else payload[:40])  # and never its end
+        p.stdin.flush()
+        p.wait(timeout=20)  # without the bound: not before stdin closes, here never
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.stdin.close()
+    assert (p.returncode, p.stdout.read(), p.stderr.read()) == (0, b"", b"")
+    (failure,) = Journal.of_store(store_path).failures()
+    what = "its payload stays spooled" if whole else "the next capture reads its transcript"
+    assert failure["message"] == (
+        f"stopped after 0.2 s reading its payload (the hook's time bound): {what}"
+    )
+    r = last_run(store_path, "claude-code", "Stop" if whole else "unknown")
+    assert r["result"] == "failed" and r["message"] == failure["message"]
+    assert len(Journal.of_store(store_path).spooled()) == int(whole)
+    assert turns(store_path) == {}
+    r = hs("--store", str(store_path), "capture", "--drain")
+    assert (r.exit_code, r.stdout, r.stderr) == (0, "", "")
+    assert set(turns(store_path)) == ({t1} if whole else set())
 
 
 @pytest.mark.parametrize("value", ["inf", "1e10", "nan", "-1", "0", "soon"])

@@ -335,3 +335,89 @@ def test_codex_config_that_does_not_parse_is_refused(
     r = hs("hooks", "install", "codex", "--notify")
     assert r.exit_code == 2 and f"hs: error: {config} is not valid TOML" in r.stderr
     assert config.read_text() == "notify = [\n"
+
+
+def test_codex_hook_in_hooks_json_is_found_when_config_toml_gains_hooks_later(
+    hs: HS, store: Store, store_path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Install wrote hooks.json (config.toml had no hooks); the person then
+    keeps a hook of their own in config.toml: status, a second install and
+    uninstall all find hs's hook where it is, and touch nothing else."""
+    fake_codex(tmp_path, monkeypatch, "hooks   stable   true")
+    hooks_json = HOME() / ".codex" / "hooks.json"
+    ok(hs("hooks", "install", "codex"))
+    config = write(
+        HOME() / ".codex" / "config.toml",
+        '[[hooks.SessionStart]]\n[[hooks.SessionStart.hooks]]\ntype = "command"\n'
+        'command = "echo hi"\n',
+    )
+    mine = config.read_text()
+    r = ok(hs("hooks", "status", "codex"))
+    assert r.stdout.startswith(f"codex: {hooks_json}\n")
+    assert "  Stop          installed (timeout 30 s), review in /hooks; never ran\n" in r.stdout
+    (st,) = [
+        json.loads(x) for x in ok(hs("hooks", "status", "codex", "--json")).stdout.splitlines()
+    ]
+    assert st["file"] == str(hooks_json) and st["events"]["Stop"]["file"] == str(hooks_json)
+    before = hooks_json.read_bytes()
+    r = ok(hs("hooks", "install", "codex"))  # hs's hook stays where it is: no second one
+    assert f"codex: {hooks_json} already hooked in: nothing changed" in r.stdout
+    assert hooks_json.read_bytes() == before and config.read_text() == mine
+    r = ok(hs("hooks", "uninstall", "codex"))
+    assert r.stdout == (
+        f"codex: no hook of hs's in {config}: nothing changed\n"
+        f"codex: removed hs's hooks from {hooks_json} "
+        f"(the previous file is kept as {hooks_json}.hs-backup)\n"
+    )
+    assert json.loads(hooks_json.read_text()) == {} and config.read_text() == mine
+    r = ok(hs("hooks", "status", "codex"))
+    assert "  Stop          not installed; never ran\n" in r.stdout
+
+
+def test_codex_refused_input_changes_nothing_in_any_file(
+    hs: HS, store: Store, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Every file is checked before any is written: a config.toml that does
+    not parse (or whose notify is no list) refuses the whole install or
+    uninstall, hooks.json included; a broken config.toml is never taken for
+    one without hooks."""
+    fake_codex(tmp_path, monkeypatch, "hooks   stable   true")
+    hooks_json = HOME() / ".codex" / "hooks.json"
+    broken = 'model="gpt-5"\n[broken'
+    config = write(HOME() / ".codex" / "config.toml", broken)
+    for args in (["--notify"], ["--no-notify"], []):
+        r = hs("hooks", "install", "codex", *args)
+        assert (r.exit_code, r.stdout) == (2, ""), args
+        assert r.stderr.startswith(f"hs: error: {config} is not valid TOML (")
+        assert r.stderr.count("\n") == 1
+        assert not hooks_json.exists() and config.read_text() == broken
+    write(config, "notify = 3\n")
+    r = hs("hooks", "install", "codex", "--notify")
+    assert (r.exit_code, r.stdout) == (2, "") and "notify is not a list of strings" in r.stderr
+    assert not hooks_json.exists() and config.read_text() == "notify = 3\n"
+    # hs's hook in hooks.json, then config.toml breaks: uninstall changes nothing
+    config.unlink()
+    ok(hs("hooks", "install", "codex", "--notify"))
+    write(config, broken)
+    before = hooks_json.read_bytes()
+    for f in (hooks_json, config):
+        Path(str(f) + ".hs-backup").unlink(missing_ok=True)
+    r = hs("hooks", "uninstall", "codex")
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr.startswith(f"hs: error: {config} is not valid TOML (")
+    assert hooks_json.read_bytes() == before and config.read_text() == broken
+    assert not Path(str(hooks_json) + ".hs-backup").exists()
+    # status still tells where hs's hook is, and what is wrong
+    r = hs("hooks", "status", "codex")
+    assert r.exit_code == 0
+    assert r.stdout.startswith(f"codex: {hooks_json}\n")
+    assert "  Stop          installed (timeout 30 s), review in /hooks; never ran\n" in r.stdout
+    assert r.stderr.startswith(f"  hs: error: {config} is not valid TOML (")
+
+
+def test_a_refused_install_creates_no_store(hs: HS, store_path: Path) -> None:
+    config = write(HOME() / ".codex" / "config.toml", "[broken")
+    r = hs("hooks", "install", "codex", "--notify")
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr.startswith(f"hs: error: {config} is not valid TOML (")
+    assert not store_path.exists() and not (HOME() / ".codex" / "hooks.json").exists()

@@ -18,6 +18,12 @@ import pytest
 from fake_agents import FakeClaude
 from helpers import HS
 from ptytools import ctrl_c_as_on_a_terminal
+from watchdog.events import (
+    DirCreatedEvent,
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+)
 
 from histstore.capture.watch import Debouncer, Watcher
 from histstore.errors import BadInput
@@ -189,6 +195,87 @@ def test_hs_watch_as_a_process_stops_cleanly_on_ctrl_c(store_path: Path, hs: HS)
     assert json.loads(out.splitlines()[-1]) == {"event": "stopped"}
     assert err == ""
     assert stored(store_path) == {tid}
+
+
+A_SID = "aaaaaaaa-0000-4000-8000-000000000001"
+B_SID = "bbbbbbbb-0000-4000-8000-000000000002"
+
+
+def test_a_file_named_is_watched_alone_not_the_files_beside_it(
+    store: Store, store_path: Path
+) -> None:
+    """Its folder is what the observer watches; only the file named gets
+    through (written, or moved into place), never a sibling or a new folder."""
+    home = Path(os.environ["HOME"]) / ".claude"
+    a = FakeClaude(home, sid=A_SID)
+    tid = a.turn("mine", "ok")
+    b = FakeClaude(home, sid=B_SID)
+    b.turn("a sibling's", "not imported")
+    w = Watcher(store, [a.path.resolve()], debounce=0.0, clock=Clock())
+    handler = w.handler()
+    folder = a.path.parent.resolve()
+    sibling = str(b.path.resolve())
+    for event in (
+        FileCreatedEvent(sibling),
+        FileModifiedEvent(sibling),
+        FileMovedEvent(str(folder / "x.tmp"), sibling),
+        DirCreatedEvent(str(folder / "subagents")),
+    ):
+        handler.dispatch(event)
+    assert w.events.empty()
+    handler.dispatch(FileMovedEvent(str(folder / "a.tmp"), str(a.path.resolve())))
+    handler.dispatch(FileModifiedEvent(str(a.path.resolve())))
+    assert w.step(0) and stored(store_path) == {tid}
+
+
+def test_hs_watch_of_one_file_imports_that_file_alone(store_path: Path, hs: HS) -> None:
+    hs("init")
+    home = Path(os.environ["HOME"]) / ".claude"
+    a = FakeClaude(home, sid=A_SID)
+    t1 = a.turn("before", "watched")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "histstore.porcelain.entry",
+            "--store",
+            str(store_path),
+            "watch",
+            str(a.path),
+            "--debounce",
+            "0.05",
+            "--json",
+        ],
+        preexec_fn=ctrl_c_as_on_a_terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+
+    def next_import() -> dict[str, Any]:
+        while True:
+            line = proc.stdout.readline() if proc.stdout else ""
+            assert line, proc.stderr.read() if proc.stderr else ""
+            e = json.loads(line)
+            if e["event"] == "imported" and e["turns_added"]:
+                return e
+
+    try:
+        first = json.loads(proc.stdout.readline())
+        assert first == {"event": "watching", "roots": [str(a.path.resolve())]}
+        assert next_import()["files"] == 1  # the file as it was
+        FakeClaude(home, sid=B_SID).turn("beside it", "not watched")  # written first
+        t2 = a.turn("while watched", "seen")
+        assert next_import()["files"] == 1
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert (proc.returncode, err) == (0, "")
+    assert json.loads(out.splitlines()[-1]) == {"event": "stopped"}
+    assert stored(store_path) == {t1, t2}
 
 
 def test_hs_watch_with_nothing_to_watch(hs: HS, store: Store, tmp_path: Path) -> None:

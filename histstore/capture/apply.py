@@ -117,12 +117,14 @@ def lag_amend(
                     return turn
             elif not fresh or _looks_finished(turn):
                 return turn
-        if answers_agree(str(turn.get("answered") or ""), message):
+        # the stored answer is redacted: the hook's is compared as it would be stored
+        redacted = store.redactor(message)
+        if answers_agree(str(turn.get("answered") or ""), redacted):
             return turn
         extra = dict(turn.get("extra") or {})
         extra["answered_from"] = "hook"
         lag.patched = str(turn.get("turn_id"))
-        return {**turn, "answered": store.redactor(message), "extra": extra}
+        return {**turn, "answered": redacted, "extra": extra}
 
     return amend
 
@@ -240,6 +242,7 @@ def drain(
     *,
     limit_bytes: int | None = None,
     mine: SpoolEntry | None = None,
+    unspooled: Event | None = None,
 ) -> Drained:
     """Apply every spooled payload, oldest first; stop at a held lock (the
     rest waits) or, with ``limit_bytes``, at one that would read more than
@@ -249,7 +252,11 @@ def drain(
     ``mine`` is the payload of the capture running this drain: only it may
     give its answer to a Claude Code turn it can tell only by being the last
     one (a payload without ``prompt_id``); one applied later, from the
-    spool, could be about an earlier turn by then."""
+    spool, could be about an earlier turn by then.
+
+    ``unspooled`` is the payload of the capture running this drain when the
+    spool could not keep it: applied last, whatever its size (it cannot
+    wait for a drain in the background)."""
     out = Drained()
     for entry in journal.spooled():
         try:
@@ -279,18 +286,32 @@ def drain(
             out.errors.append(message)
             continue
         journal.done(entry)
-        rep = done.report
         _ran(journal, entry, event, done, time.monotonic() - began)
-        out.applied += 1
-        out.turns_added += rep.turns_added
-        out.turns_revised += rep.turns_revised
-        out.lagging = out.lagging or done.lag.patched is not None
-        out.no_transcript = done.no_transcript
-        out.behind = out.behind or done.summary_behind
-        out.committed = out.committed or rep.operation is not None
-        for p in rep.problems:
-            journal.failure(entry.agent, event.name, str(p), session=event.session_id)
+        _count(out, journal, event, done)
+    if unspooled is not None and not out.locked:
+        try:
+            _count(out, journal, unspooled, apply_event(store, unspooled))
+        except Locked:
+            out.locked = True
+        except (HistError, OSError, sqlite3.Error, ValueError, UnicodeError) as e:
+            message = e.message if isinstance(e, HistError) else f"{type(e).__name__}: {e}"
+            journal.failure(unspooled.agent, unspooled.name, message, session=unspooled.session_id)
+            out.errors.append(message)
     return out
+
+
+def _count(out: Drained, journal: Journal, event: Event, done: Applied) -> None:
+    """Add what applying one payload did to a drain's counts (its problems recorded)."""
+    rep = done.report
+    out.applied += 1
+    out.turns_added += rep.turns_added
+    out.turns_revised += rep.turns_revised
+    out.lagging = out.lagging or done.lag.patched is not None
+    out.no_transcript = done.no_transcript
+    out.behind = out.behind or done.summary_behind
+    out.committed = out.committed or rep.operation is not None
+    for p in rep.problems:
+        journal.failure(event.agent, event.name, str(p), session=event.session_id)
 
 
 #: a hook catches the recall index up itself when it is at most this many ref

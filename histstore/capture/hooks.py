@@ -11,21 +11,28 @@
 * **Codex**: ``Stop`` in ``$CODEX_HOME/hooks.json`` (a project's
   ``.codex/hooks.json``), or in ``[hooks]`` of the same folder's
   ``config.toml`` when the person keeps their hooks there (Codex warns about
-  both forms in one folder). Codex runs a hook only once it is trusted
+  both forms in one folder; a ``config.toml`` that does not parse is
+  refused, never taken for one without hooks). Once installed, hs's hook is
+  looked for in both files (:func:`places`): the person may keep hooks of
+  their own in the other one since. Codex runs a hook only once it is trusted
   (``/hooks`` in Codex; its record is ``[hooks.state."<key>"]`` in
-  ``config.toml``), which :func:`status` reports. A Codex without hooks gets
+  ``config.toml``), which :func:`hook_status` reports. A Codex without hooks gets
   ``notify = [hs, ..., "capture", "codex", "--notify", "--", *previous]``
   instead: a notify program set before is kept, run first, and given back
   by uninstall.
 
 The command is ``<hs> --store <store> capture <agent>``; an entry is hs's
 when its command ends ``capture <agent>`` and names a ``--store``
-(:func:`is_ours`): install replaces hs's entry in place (a person's own keys
-on it stay) or appends a group; uninstall removes hs's entries only, and the
-groups and tables that leaves empty, so install then uninstall gives the
-file back. Every change is one write through :mod:`histstore.agents.settings`
+(:func:`is_ours`): install replaces hs's entry in place, in the file that
+holds it (a person's own keys on it stay), or appends a group; uninstall
+removes hs's entries only, from every file that holds them, and the groups
+and tables that leaves empty, so install then uninstall gives the file back.
+Every change to a file is one write through :mod:`histstore.agents.settings`
 (every other key kept, a backup beside it, nothing written when nothing
-changes, a file that does not parse refused in one line).
+changes, a file that does not parse refused in one line), and every file an
+install or uninstall writes is checked before the first is written
+(:func:`plan_install`, :func:`plan_uninstall`, then :func:`apply`): refused
+input changes nothing.
 """
 
 from __future__ import annotations
@@ -114,30 +121,64 @@ class Place:
     keys: tuple[str, ...] = ("hooks",)
 
 
+def _read(p: Place) -> Any:
+    """The table of events at a place (None: no file, or no table)."""
+    if p.format == "json":
+        return settings.read_json(p.path, p.keys)
+    return settings.read_toml(p.path, p.keys)
+
+
 def _codex_base(project: Path | None) -> Path:
     return (project / ".codex") if project is not None else homes.codex_home()
 
 
 def _toml_has_hook_events(path: Path) -> bool:
     """Whether a Codex config.toml defines hooks itself (``[hooks]`` tables
-    other than the trust records of ``[hooks.state]``)."""
-    try:
-        table = settings.read_toml(path, ("hooks",))
-    except BadInput:
-        return False
+    other than the trust records of ``[hooks.state]``). A file that does not
+    parse is refused (BadInput), never taken for one without hooks."""
+    table = settings.read_toml(path, ("hooks",))
     return isinstance(table, dict) and any(k != "state" for k in table)
 
 
-def place(agent: str, project: Path | None = None) -> Place:
+def places(agent: str, project: Path | None = None) -> list[Place]:
+    """Every file that may hold hs's hooks for ``agent``: Claude Code's one
+    settings file; Codex's ``config.toml`` (its ``[hooks]``) and ``hooks.json``
+    (an install chose one, and the person may have added hooks of their own
+    to the other since)."""
     if _agent(agent) == "claude-code":
         if project is not None:
-            return Place(agent, project / ".claude" / "settings.local.json", "json")
-        return Place(agent, homes.claude_settings_file(), "json")
+            return [Place(agent, project / ".claude" / "settings.local.json", "json")]
+        return [Place(agent, homes.claude_settings_file(), "json")]
     base = _codex_base(project)
-    config = base / "config.toml"
-    if _toml_has_hook_events(config):
-        return Place(agent, config, "toml")
-    return Place(agent, base / "hooks.json", "json")
+    return [Place(agent, base / "config.toml", "toml"), Place(agent, base / "hooks.json", "json")]
+
+
+def _ours(table: Any, event: str, agent: str) -> tuple[int, int, dict[str, Any]] | None:
+    """Where hs's hook is in an event's list of groups of a table of events:
+    (group, handler, the hook), the first one; None when there is none."""
+    groups = table.get(event) if isinstance(table, dict) else None
+    for gi, group in enumerate(groups if isinstance(groups, list) else []):
+        hooks = group.get("hooks") if isinstance(group, dict) else None
+        for hi, h in enumerate(hooks if isinstance(hooks, list) else []):
+            if is_ours(h, agent):
+                return gi, hi, h
+    return None
+
+
+def place(agent: str, project: Path | None = None) -> Place:
+    """Where install puts hs's hooks: the file that holds them already; else
+    Claude Code's settings file, Codex's ``config.toml`` when it defines
+    hooks itself, or its ``hooks.json``. A file that does not parse is
+    refused (BadInput)."""
+    candidates = places(agent, project)
+    for p in candidates:
+        table = _read(p)
+        if any(_ours(table, e, agent) for e in events_of(agent)):
+            return p
+    if agent == "claude-code":
+        return candidates[0]
+    config, hooks_json = candidates
+    return config if _toml_has_hook_events(config.path) else hooks_json
 
 
 def codex_config(project: Path | None = None) -> Path:
@@ -209,10 +250,62 @@ def without_ours(current: Any, agent: str) -> Any:
     return out if out else settings.DELETE
 
 
-def _update(p: Place, changes: list[tuple[tuple[str, ...], settings.Update]]) -> settings.Change:
-    if p.format == "json":
-        return settings.update_json_many(p.path, changes)
-    return settings.update_toml_many(p.path, changes)
+@dataclass
+class _Write:
+    """The changes to make to one file, made as one write (one backup)."""
+
+    path: Path
+    format: str  # "json" | "toml"
+    changes: list[tuple[tuple[str, ...], settings.Update]] = field(default_factory=list)
+
+
+def _add(
+    writes: list[_Write], path: Path, fmt: str, changes: list[tuple[tuple[str, ...], Any]]
+) -> None:
+    """Add ``changes`` to the write of ``path`` (a new one when there is none yet)."""
+    for w in writes:
+        if w.path == path:
+            w.changes.extend(changes)
+            return
+    writes.append(_Write(path, fmt, list(changes)))
+
+
+def _check(w: _Write) -> None:
+    """Refuse now (BadInput) what the write would refuse, so a refused install
+    or uninstall writes no file at all: a file that is not UTF-8 JSON or TOML,
+    a key path through something other than tables, a change its function
+    refuses (the functions are pure: run again on the file when it is written)."""
+    data = w.path.read_bytes() if w.path.exists() else None
+    doc: Any = {}
+    why = None
+    if data is not None:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            why = "it is not UTF-8 text"
+        else:  # BadInput when it does not parse
+            doc = (settings.read_json if w.format == "json" else settings.read_toml)(w.path, ())
+    if why is None and not isinstance(doc, dict):
+        why = "its top level is not a table of settings"
+    if why is not None:
+        raise BadInput(
+            f"{w.path} is not valid {w.format.upper()} ({why}): nothing changed",
+            hint="fix the file or move it away, then run the command again",
+        )
+    for keys, fn in w.changes:
+        for i in range(1, len(keys)):
+            if not isinstance(settings.get(doc, keys[:i], {}), dict):
+                raise BadInput(
+                    f"{w.path}: {'.'.join(keys[:i])} is not a table: nothing changed",
+                    hint="fix the file, then run the command again",
+                )
+        fn(settings.get(doc, keys, settings.MISSING))
+
+
+def _write(w: _Write) -> settings.Change:
+    if w.format == "json":
+        return settings.update_json_many(w.path, w.changes)
+    return settings.update_toml_many(w.path, w.changes)
 
 
 # ------------------------------------------------------------------ notify
@@ -266,9 +359,11 @@ def codex_has_hooks() -> bool | None:
 
 @dataclass
 class Installed:
-    """What an install or uninstall did to one agent's settings."""
+    """What an install or uninstall does to one agent's settings: planned
+    (``writes``, every file checked), then done (``changes``: :func:`apply`)."""
 
     agent: str
+    writes: list[_Write] = field(default_factory=list)
     changes: list[settings.Change] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
     notify: bool = False
@@ -307,6 +402,12 @@ def check_install(agent: str, notify: bool | None) -> None:
         )
 
 
+def apply(plan: Installed) -> Installed:
+    """Make a plan's writes, one per file."""
+    plan.changes.extend(_write(w) for w in plan.writes)
+    return plan
+
+
 def install(
     agent: str,
     hs: list[str],
@@ -315,9 +416,25 @@ def install(
     project: Path | None = None,
     notify: bool | None = None,
 ) -> Installed:
-    """Put hs's hooks into ``agent``'s settings. For Codex, ``notify`` True
-    installs the notify program too, False never, None when the installed
-    Codex has no hooks; it is Codex's alone (BadInput for another agent)."""
+    """Put hs's hooks into ``agent``'s settings (:func:`plan_install`, then
+    :func:`apply`)."""
+    return apply(plan_install(agent, hs, store, project=project, notify=notify))
+
+
+def plan_install(
+    agent: str,
+    hs: list[str],
+    store: Path,
+    *,
+    project: Path | None = None,
+    notify: bool | None = None,
+) -> Installed:
+    """What putting hs's hooks into ``agent``'s settings writes, every file
+    checked first: a file that does not parse, or an entry hs would have to
+    overwrite, refuses the whole install (BadInput) before anything is
+    written. For Codex, ``notify`` True installs the notify program too,
+    False never, None when the installed Codex has no hooks; it is Codex's
+    alone (BadInput for another agent)."""
     check_install(agent, notify)
     cmd = command(hs, store, agent)
     p = place(agent, project)
@@ -340,7 +457,7 @@ def install(
             where = f"{p.path}: {'.'.join((*p.keys, event))}"
             return lambda cur: with_ours(cur, _hook(cmd, timeout), agent, where)
 
-        out.changes.append(_update(p, [((*p.keys, e), fn(e, t)) for e, t in evs.items()]))
+        _add(out.writes, p.path, p.format, [((*p.keys, e), fn(e, t)) for e, t in evs.items()])
         out.events = list(evs)
         if agent == "codex":
             out.notes.append(
@@ -360,14 +477,23 @@ def install(
                 )
             return notify_argv(hs, store, None if cur is settings.MISSING else cur)
 
-        out.changes.append(settings.update_toml(codex_config(project), ("notify",), set_notify))
+        _add(out.writes, codex_config(project), "toml", [(("notify",), set_notify)])
         out.notify = True
+    for w in out.writes:
+        _check(w)
     return out
 
 
 def uninstall(agent: str, *, project: Path | None = None) -> Installed:
     """Take hs's hooks (and notify program) out of ``agent``'s settings."""
-    p = place(agent, project)
+    return apply(plan_uninstall(agent, project=project))
+
+
+def plan_uninstall(agent: str, *, project: Path | None = None) -> Installed:
+    """What taking hs's hooks (and notify program) out of ``agent``'s
+    settings writes: every file that may hold them (:func:`places`), each
+    checked first, so a file that does not parse refuses the whole
+    uninstall before anything is written."""
     out = Installed(agent)
     evs = events_of(agent)
 
@@ -376,8 +502,11 @@ def uninstall(agent: str, *, project: Path | None = None) -> Installed:
 
     # every event hs may have hooked, whichever the install of the time chose
     names = sorted(set(evs) | set(CLAUDE_EVENTS if agent == "claude-code" else CODEX_EVENTS))
-    out.changes.append(_update(p, [((*p.keys, e), fn) for e in names]))
     out.events = names
+    candidates = places(agent, project)
+    for p in candidates:
+        if p.path.exists():
+            _add(out.writes, p.path, p.format, [((*p.keys, e), fn) for e in names])
     if agent == "codex":
 
         def unset_notify(cur: Any) -> Any:
@@ -388,18 +517,17 @@ def uninstall(agent: str, *, project: Path | None = None) -> Installed:
 
         config = codex_config(project)
         if config.exists():
-            out.changes.append(settings.update_toml(config, ("notify",), unset_notify))
+            _add(out.writes, config, "toml", [(("notify",), unset_notify)])
             out.notify = True
+    if not out.writes:  # no file at all: nothing to change, and it says where it looked
+        p = candidates[-1]
+        _add(out.writes, p.path, p.format, [((*p.keys, e), fn) for e in names])
+    for w in out.writes:
+        _check(w)
     return out
 
 
 # ------------------------------------------------------------------ status
-
-
-def _read(p: Place) -> Any:
-    if p.format == "json":
-        return settings.read_json(p.path, p.keys)
-    return settings.read_toml(p.path, p.keys)
 
 
 def _codex_trust(p: Place, event: str, group: int, handler: int) -> str:
@@ -424,34 +552,43 @@ def _snake(name: str) -> str:
 
 def hook_status(agent: str, store: Path, project: Path | None = None) -> dict[str, Any]:
     """What is installed for ``agent``: per event, whether hs's hook is there,
-    the store it writes to, its timeout, and (Codex) its trust."""
-    p = place(agent, project)
-    out: dict[str, Any] = {"agent": agent, "file": str(p.path), "events": {}, "error": None}
-    try:
-        table = _read(p)
-    except BadInput as e:
-        out["error"] = e.message
-        table = None
-    table = table if isinstance(table, dict) else {}
+    in which file (:func:`places`: wherever it is), the store it writes to,
+    its timeout, and (Codex) its trust. ``file`` is the file that holds
+    hs's hooks, else the one install would write; ``error`` the first file
+    that could not be read."""
+    out: dict[str, Any] = {"agent": agent, "file": None, "events": {}, "error": None}
+    tables: list[tuple[Place, Any]] = []
+    for p in places(agent, project):
+        try:
+            tables.append((p, _read(p)))
+        except BadInput as e:
+            out["error"] = out["error"] or e.message
     for event in events_of(agent):
         found: dict[str, Any] = {"installed": False}
-        groups = table.get(event)
-        for gi, group in enumerate(groups if isinstance(groups, list) else []):
-            hooks = group.get("hooks") if isinstance(group, dict) else None
-            for hi, h in enumerate(hooks if isinstance(hooks, list) else []):
-                if is_ours(h, agent):
-                    found = {
-                        "installed": True,
-                        "store": store_of(h),
-                        "this_store": store_of(h) == str(store),
-                        "timeout": h.get("timeout"),
-                    }
-                    if agent == "codex":
-                        found["trust"] = _codex_trust(p, event, gi, hi)
-                    break
-            if found["installed"]:
-                break
+        for p, table in tables:
+            hit = _ours(table, event, agent)
+            if hit is None:
+                continue
+            gi, hi, h = hit
+            found = {
+                "installed": True,
+                "file": str(p.path),
+                "store": store_of(h),
+                "this_store": store_of(h) == str(store),
+                "timeout": h.get("timeout"),
+            }
+            if agent == "codex":
+                found["trust"] = _codex_trust(p, event, gi, hi)
+            break
         out["events"][event] = found
+    held = [f["file"] for f in out["events"].values() if f["installed"]]
+    if held:
+        out["file"] = held[0]
+    else:
+        try:
+            out["file"] = str(place(agent, project).path)
+        except BadInput:  # said in error already
+            out["file"] = str(places(agent, project)[-1].path)
     if agent == "codex":
         config = codex_config(project)
         try:

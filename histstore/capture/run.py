@@ -10,7 +10,10 @@ It never raises and never waits for the store lock:
 1. The payload is read (:mod:`histstore.capture.events`) and written to the
    spool (:mod:`histstore.capture.journal`) first, durably: whatever happens
    next — the lock held, a kill, the time bound — the next capture or import
-   applies it, so nothing is lost.
+   applies it, so nothing is lost. A payload the spool cannot keep (the
+   spool cannot be written) is applied at once, after the spool, and its
+   run says so; with the store locked too it is a failure (the transcript
+   is read by the next capture, but an answer only the hook had is lost).
 2. When another writer holds the store lock (a non-blocking probe of its
    ``flock``), that is all: the payload waits in the spool.
 3. Else every spooled payload is applied, oldest first (this one last), with
@@ -131,16 +134,19 @@ def capture(root: Path, agent: str, payload: str | bytes) -> Outcome:
         out.message = e.message
         return finish(journal, out, began)
     mine = None
+    unspooled = None  # why the spool could not keep it
     text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload
     try:
         mine = journal.spool(agent, text)
     except OSError as e:
         # not kept for later: applied now or, if it cannot be, recorded as lost
-        journal.failure(agent, out.event, f"cannot spool the payload: {e}")
+        unspooled = f"cannot spool the payload: {e}"
+        journal.failure(agent, out.event, unspooled, session=out.session)
     if fastspool.lock_held(str(root)):
         out.result = "spooled"
         out.message = "the store is locked by another writer: applied by the next capture or import"
         out.waiting = journal.waiting()
+        _not_spooled(out, unspooled)
         return finish(journal, out, began)
     # the store is free: now (only now) load what applying needs
     import sqlite3
@@ -155,8 +161,15 @@ def capture(root: Path, agent: str, payload: str | bytes) -> Outcome:
         return finish(journal, out, began)
     try:
         store.lock_timeout = 0.0
-        done = drain(store, journal, limit_bytes=HOOK_BYTES, mine=mine)
+        done = drain(
+            store,
+            journal,
+            limit_bytes=HOOK_BYTES,
+            mine=mine,
+            unspooled=event if unspooled is not None else None,
+        )
         fill_outcome(out, done, journal)
+        _not_spooled(out, unspooled)
         behind = done.behind or (done.committed and refresh(store))
         if behind and "drain" not in out.background:
             out.background.append("drain")
@@ -198,6 +211,23 @@ def fill_outcome(out: Outcome, done: Drained, journal: Journal) -> None:
         out.message = "the transcript lags its hook: the answer was taken from the hook"
     if done.errors and not out.message:
         out.message = done.errors[-1]
+
+
+def _not_spooled(out: Outcome, why: str | None) -> None:
+    """The outcome of a payload the spool could not keep (``why``): applied at
+    once, or, when the store was locked, a failure (its spool failure is
+    recorded already): the next capture or import reads its transcript."""
+    if why is None or out.result == "failed":
+        return
+    if out.result == "spooled":
+        out.result = "failed"
+        out.message = (
+            f"{why}, and the store is locked by another writer: the next capture or import "
+            "reads its transcript (an answer only the hook had is lost)"
+        )
+        out.logged = True
+    else:
+        out.message = f"applied at once: {why}" + (f"; {out.message}" if out.message else "")
 
 
 def finish(journal: Journal, out: Outcome, began: float) -> Outcome:

@@ -6,6 +6,9 @@ FSEvents on macOS, ReadDirectoryChangesW on Windows), one observer thread
 for every folder watched; they are only *collected* there. The watcher's own
 loop (:meth:`Watcher.run`, or :meth:`Watcher.step` driven by a test) imports:
 
+* **What is watched.** A folder named, recursively; a file named, alone (the
+  observer watches its folder, and the handler lets only that file through,
+  never a file beside it).
 * **Debounced.** A changed ``.jsonl`` file (created, written, moved in) is
   remembered; once no change has come for ``debounce`` seconds — or the
   first of them has waited ``max_wait`` seconds, so an agent that never
@@ -142,7 +145,14 @@ class Watcher:
         """A file (or folder) changed: called from the observer's thread."""
         self.events.put(path)
 
-    def _handler(self) -> Any:
+    def wanted(self, path: Path) -> bool:
+        """Whether a change at ``path`` is one of the roots': the file named, or
+        anything under a folder watched (a file's folder is watched for it
+        alone: the files beside it are not the watch's)."""
+        return any(path == r or r in path.parents for r in self.roots)
+
+    def handler(self) -> Any:
+        """What the observer calls, from its thread, for every event."""
         watcher = self
 
         class Handler(FileSystemEventHandler):
@@ -153,21 +163,21 @@ class Watcher:
                     p = getattr(event, attr, None)
                     if isinstance(p, bytes):
                         p = p.decode("utf-8", "surrogateescape")
-                    if not p:
+                    if not p or not watcher.wanted(Path(p)):
                         continue
                     if event.is_directory:
                         if event.event_type in ("created", "moved") and attr == (
                             "dest_path" if event.event_type == "moved" else "src_path"
                         ):
                             watcher.changed(Path(p))
-                    elif _is_session_file(p):
+                    elif _is_session_file(p) or Path(p) in watcher.roots:
                         watcher.changed(Path(p))
 
         return Handler()
 
     def start(self) -> None:
         self._observer = Observer()
-        self._handle = self._handler()
+        self._handle = self.handler()
         for root in self.roots:
             self._schedule(root)
         self._observer.start()

@@ -41,7 +41,12 @@ def json_lines(
 ) -> Iterator[JsonLine]:
     """Every non-blank line of a JSONL file from ``start``, decoded (invalid
     UTF-8 replaced, and said in ``problems``), redacted and parsed as an import
-    reads it, with progress reported per MiB: the loop the importers share."""
+    reads it, with progress reported per MiB: the loop the importers share.
+
+    A last line without its newline (``unfinished``: the agent may be writing
+    it) is the last one read, even if the file grows meanwhile: reading on
+    would take the rest of that line for a line of its own, and every line
+    number after it would be one too many."""
     unreported = 0
     offset = start.offset if start else 0
     lineno = start.line - 1 if start else 0
@@ -63,13 +68,16 @@ def json_lines(
                 text = text.lstrip("\ufeff")
             unfinished = not text.endswith("\n")
             text = text.rstrip("\r\n")
-            if not text.strip():
-                continue
-            try:
-                text, obj = redact_json_line(redact, text)
-            except (ValueError, RecursionError) as exc:
-                yield JsonLine(lineno, at, text, None, f"not valid JSON: {exc}", unfinished)
-                continue
-            yield JsonLine(lineno, at, text, obj, None, unfinished)
+            if text.strip():
+                try:
+                    text, obj = redact_json_line(redact, text)
+                except (ValueError, RecursionError) as exc:
+                    yield JsonLine(lineno, at, text, None, f"not valid JSON: {exc}", unfinished)
+                else:
+                    yield JsonLine(lineno, at, text, obj, None, unfinished)
+            if unfinished:
+                # the end of the file as it was: what the agent writes after it
+                # (the rest of this line, more lines) is for the next read
+                break
     if progress is not None and unreported:
         progress(unreported)
