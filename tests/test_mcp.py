@@ -301,3 +301,19 @@ def test_drafts_never_go_into_a_configured_memory_folder(
         f"hs: error: the drafts folder {drafts} {where} the system memory directory {mem}"
     )
     assert list(mem.rglob("*")) == []
+
+
+@pytest.mark.parametrize("tool", ["recall_history", "recent_sessions"])
+def test_days_too_far_back_is_refused_in_the_tools_own_words(
+    store: Store, tmp_path: Path, tool: str
+) -> None:
+    """Not the CLI's ``--since '3000000d' reaches before year 1``: the tool
+    has no --since."""
+    args: dict[str, object] = {"days": 3_000_000}
+    if tool == "recall_history":
+        args["query"] = "login"
+    with pytest.raises(Exception) as e:
+        tools.call(_env(store, tmp_path), tool, args)
+    assert e.value.line().startswith(  # type: ignore[attr-defined]
+        f"hs: error: {tool}: days 3000000 is out of range: give a number from 1 to "
+    )

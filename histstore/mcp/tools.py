@@ -24,7 +24,7 @@ from histstore.errors import BadInput
 from histstore.mcp import history, notes
 from histstore.mcp.base import Env, Tool, check
 from histstore.mcp.history import PAGE_CHARS
-from histstore.recall.query import K_MAX, UNTRUSTED_LABEL
+from histstore.recall.query import K_MAX, MAX_DAYS, UNTRUSTED_LABEL
 
 SESSIONS_MAX = 100
 
@@ -83,7 +83,12 @@ _QUERY = {
     "description": "The words to look for, e.g. 'login_user token expiry'. Function words "
     "are ignored; there is no stemming ('session' does not find 'sessions').",
 }
-_DAYS = {"type": "integer", "minimum": 1, "description": "Only the last N days."}
+_DAYS = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": MAX_DAYS,
+    "description": "Only the last N days.",
+}
 _AGENT = {
     "type": "string",
     "minLength": 1,
