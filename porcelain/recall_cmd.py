@@ -47,7 +47,7 @@ def show(
     if everywhere and project is not None:
         raise BadInput("give --everywhere or --project, not both")
     # the project as given (a directory or a name; the library maps it), or here
-    where_from = None if everywhere else project if project is not None else os.getcwd()
+    where_from = None if everywhere else project if project is not None else _here()
     ans = answer(
         store,
         " ".join(words),
@@ -95,3 +95,14 @@ def quick(argv: list[str]) -> int | None:
         show(store, say=say, raw=raw_line, **kw)
 
     return run(argv, "recall", RECALL, body)
+
+
+def _here() -> str:
+    """The current directory, the project a recall is about by default."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        raise BadInput(
+            "the current directory no longer exists: no project to look in",
+            hint="cd to a project, or give --project DIR or --everywhere",
+        ) from None

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import tomli_w
 from helpers import HS, turn_record, write_turns
 
@@ -404,3 +405,20 @@ def test_an_ambiguous_session_operation_or_object_prefix_says_how_many_and_what_
         f"hs: error: object prefix {oid[:4]} is ambiguous (2 matches); "
         "hint: give more of the object id\n" + "".join(f"  {x}\n" for x in sorted(pair))
     )
+
+
+def test_recall_from_a_directory_removed_under_it_says_so(
+    hs: HS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hs("init")
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    r = hs("recall", "login_user")
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == (
+        "hs: error: the current directory no longer exists: no project to look in; "
+        "hint: cd to a project, or give --project DIR or --everywhere\n"
+    )
+    assert hs("recall", "--everywhere", "login_user").exit_code in (0, 1)
