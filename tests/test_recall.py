@@ -22,6 +22,7 @@ from histstore.ops.importing import import_paths
 from histstore.recall import engine
 from histstore.recall.engine import FIELDS as ENGINE_FIELDS
 from histstore.recall.fields import FIELDS, Part, parts
+from histstore.recall.hits import excerpt
 from histstore.recall.index import RecallIndex, compact, recall
 from histstore.recall.query import (
     _TOKEN,
@@ -29,7 +30,6 @@ from histstore.recall.query import (
     Query,
     Scope,
     approx_tokens,
-    excerpt,
     fold,
     tokens,
 )
@@ -278,7 +278,8 @@ def test_parts_skip_what_repeats_the_prompt_and_answer() -> None:
     assert [(p.field, p.text, p.tool) for p in got] == [
         ("asked", "the prompt", None),
         ("answered", "the answer", None),
-        ("paths", "src/auth.py\nsrc/middleware.py", None),
+        ("paths", "src/auth.py", None),
+        ("paths", "src/middleware.py", None),
         ("said", "on my way", None),
         ("tool_in", "/a.py\n5", "Read"),
         ("tool_out", "print(1)", "Read"),
@@ -1013,9 +1014,10 @@ def test_cli_scan_fallback_gives_the_engines_answer(
 def test_a_push_init_then_a_record_commits_in_place(
     hs: HS, store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """After `hs push --init` (a remotes/ ref per session moved) the index is
-    behind by the push; the next write replays it as nothing: no rebuild, no
-    session read for it (the FTS5 index counted those refs and rebuilt)."""
+    """`hs push --init` (a remotes/ ref per session moved) moves the index's
+    applied_op past its operation and nothing else; the next write reads only
+    what it changed: no rebuild, no session read for the push (the FTS5 index
+    counted those refs and rebuilt)."""
     hs("init")
     recs = [turn_record(n, session_id=f"s-{n}", asked=f"topic {n}") for n in range(1, 7)]
     assert hs("import", str(write_turns(tmp_path / "t.jsonl", recs))).exit_code == 0
@@ -1031,8 +1033,9 @@ def test_a_push_init_then_a_record_commits_in_place(
         assert len(s.refs.list_refs("remotes/")) >= 6
         index = RecallIndex(s)
         gen = index.gens.current()
-        # a push moves no session of this store: its index is left behind it
-        assert gen is not None and gen.applied_op == before_push and index.behind()
+        # a push moves no session of this store: its index only follows it
+        assert gen is not None and gen.applied_op != before_push and not index.behind()
+        assert gen.applied_op == s.refs.last_op_id()
     read: list[str | None] = []
     real = replay._entries
 
@@ -1110,3 +1113,309 @@ def test_among_many_equal_scores_the_newest_come_first(
     res = RecallIndex(store).search("papaya", k=5, fallback=fallback)
     assert len({h.score for h in res.hits}) == 1
     assert [h.turn_id for h in res.hits] == ["t-119", "t-118", "t-117", "t-116", "t-115"]
+
+
+# --------------------------------------------------------------- odd input, long words, parts
+
+#: how Python reads the argument b"caf\xe9" (not UTF-8): a lone surrogate
+NOT_UTF8 = "caf\udce9"
+#: 40 bytes: a token this long is not indexed (remove_long), but keeps its place
+LONG_HEX = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.mark.parametrize("scan", [False, True], ids=["engine", "scan"])
+def test_arguments_that_are_not_utf8_are_read_as_the_store_spells_them(
+    store: Store, tmp_path: Path, scan: bool
+) -> None:
+    """A query or filter with bytes that are not UTF-8 (Python's lone
+    surrogates) never reaches the analyzer or a filter term as such: its odd
+    bytes are spelled ``\\xNN``, as the store keeps a file name that is not
+    UTF-8 — the same answer with or without the engine, never an internal error."""
+    recs = [
+        turn_record(
+            1, asked="open caf\\xe9.txt", project="/p\\xff", agent="a\\xff", session_id="s-1"
+        ),
+        turn_record(2, asked="open café.txt", session_id="s-2"),
+    ]
+    import_paths(store, [write_turns(tmp_path / "t.jsonl", recs)])
+    assert Query.parse(NOT_UTF8).terms == (("caf", "xe9"),)
+    assert ids(search(store, NOT_UTF8, scan)) == ["turn-0001"]
+    res = search(store, "open", scan, project="/p\udcff")
+    assert ids(res) == ["turn-0001"] and res.scope == "/p\\xff"
+    assert ids(search(store, "open", scan, agent="a\udcff")) == ["turn-0001"]
+    res = search(store, "open", scan, session="s\udcff")
+    assert res.hits == [] and res.outcome == "no-match"
+    # a lone surrogate that is no escaped byte (from JSON: the MCP tool) is U+FFFD
+    assert Query.parse("\ud800open").text == "\ufffdopen"
+    assert search(store, "\ud800open", scan).outcome == "found"
+
+
+def test_cli_arguments_that_are_not_utf8_give_the_same_answer_on_both_paths(
+    hs: HS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hs("init")
+    recs = [turn_record(1, asked="open caf\\xe9.txt", project="/p\\xff", agent="a\\xff")]
+    assert hs("import", str(write_turns(tmp_path / "t.jsonl", recs))).exit_code == 0
+    asks = [
+        ["-e", NOT_UTF8],
+        ["--project", "/p\udcff", "open"],
+        ["-e", "--agent", "a\udcff", "open"],
+        ["-e", "--session", "s\udcff", "open"],
+    ]
+    answers = []
+    for fallback in ("0", "1"):
+        monkeypatch.setenv("HS_RECALL_FALLBACK", fallback)
+        got = [hs("recall", *a) for a in asks]
+        for a, r in zip(asks, got, strict=True):
+            assert (r.exit_code, r.stderr) == (0, ""), (a, r.stderr)
+        answers.append([r.stdout for r in got])
+    assert answers[0] == answers[1]
+    found, project, agent, session = answers[0]
+    assert "turn turn-0001" in found and "in the prompt: open caf\\xe9.txt" in found
+    assert "turn turn-0001" in project and "turn turn-0001" in agent
+    assert session.startswith("no turn matches 'open' in session s")
+
+
+@pytest.mark.parametrize("scan", [False, True], ids=["engine", "scan"])
+def test_a_word_too_long_to_index_keeps_its_place_in_a_phrase(
+    store: Store, tmp_path: Path, scan: bool
+) -> None:
+    """The index drops a token of 40 bytes or more but keeps its position: a
+    query keeps it too, as a place any one token fills, so a phrase around a
+    long token finds the turn that holds it and only that one."""
+    long_id = "foo_" + "x" * 45 + "_bar"
+    recs = [
+        turn_record(1, asked=f"look at /tmp/cache/{LONG_HEX}/index.json please"),
+        turn_record(2, asked=f"rename {long_id} now"),
+        turn_record(3, asked="the cache index.json and foo_bar live elsewhere"),
+    ]
+    import_paths(store, [write_turns(tmp_path / "t.jsonl", recs)])
+    res = search(store, f"cache/{LONG_HEX}/index.json", scan)
+    assert ids(res) == ["turn-0001"]
+    assert res.hits[0].where == "in the prompt" and LONG_HEX in res.hits[0].excerpt
+    assert ids(search(store, long_id, scan)) == ["turn-0002"]
+    assert ids(search(store, "foo_bar", scan)) == ["turn-0003"]  # not foo_<45 x>_bar
+    assert ids(search(store, "cache/index.json", scan)) == ["turn-0003"]
+    q = Query.parse(f"cache/{LONG_HEX}/index.json")
+    assert q.terms == (("cache", "index", "json"),)  # as shown and marked
+    assert q.phrases == (("cache", None, "index", "json"),)  # as searched
+    from histstore.errors import BadInput
+
+    for text in (LONG_HEX, f"the {LONG_HEX}", f"/{LONG_HEX}/"):
+        with pytest.raises(BadInput, match="40 bytes or more"):
+            search(store, text, scan)
+
+
+def test_cli_a_query_of_only_long_words_says_why_nothing_is_searched(hs: HS) -> None:
+    hs("init")
+    hs("record", input=json.dumps(turn_record(1, asked=f"commit {LONG_HEX} broke it")))
+    r = hs("recall", "-e", LONG_HEX)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr == (
+        f"hs: error: nothing to look for: {LONG_HEX!r} holds no word recall can search "
+        "(a word of 40 bytes or more is not indexed); "
+        "hint: look for other words of the turn, or a shorter part of that word\n"
+    )
+
+
+@pytest.mark.parametrize("scan", [False, True], ids=["engine", "scan"])
+def test_separate_parts_of_a_turn_never_form_a_phrase(
+    store: Store, tmp_path: Path, scan: bool
+) -> None:
+    """Each part is its own value of its field (a position apart): the end of
+    one step's input and the start of the next are not a phrase."""
+    steps = [
+        tool("Bash", {"command": "grep -r widget"}, "x"),
+        tool("Bash", {"command": "gadget --list"}, "y"),
+    ]
+    recs = [turn_record(1, asked="two steps here", answered="done", steps=steps)]
+    import_paths(store, [write_turns(tmp_path / "t.jsonl", recs)])
+    assert search(store, "widget-gadget", scan).outcome == "no-match"
+    res = search(store, "gadget-list", scan)
+    assert [(h.turn_id, h.where, h.excerpt) for h in res.hits] == [
+        ("turn-0001", "in Bash input", "gadget --list")
+    ]
+    assert ids(search(store, "widget gadget", scan)) == ["turn-0001"]  # two terms
+    # two file paths are two parts too
+    assert search(store, "auth.py/src", scan).outcome == "no-match"
+    res = search(store, "src/middleware.py", scan)
+    assert [(h.where, h.excerpt) for h in res.hits] == [("in a file path", "src/middleware.py")]
+
+
+def test_cli_separate_parts_never_form_a_phrase(hs: HS, tmp_path: Path) -> None:
+    hs("init")
+    steps = [
+        tool("Bash", {"command": "grep -r widget"}, "x"),
+        tool("Bash", {"command": "gadget --list"}, "y"),
+    ]
+    rec = turn_record(1, asked="two steps here", answered="done", steps=steps)
+    assert hs("import", str(write_turns(tmp_path / "t.jsonl", [rec]))).exit_code == 0
+    r = hs("recall", "-e", "widget-gadget")
+    assert (r.exit_code, r.stdout, r.stderr) == (0, "no turn matches 'widget-gadget'\n", "")
+
+
+def test_an_excerpt_that_shows_no_term_says_it_is_the_prompt() -> None:
+    from histstore.recall.hits import locate
+
+    turn = turn_record(1, asked="lorem ipsum " * 30)
+    text, where, field = locate(turn, Query.parse("zebra"), "tool_in", lambda oid: None)
+    assert where == "the prompt (matched in a tool input)" and field == "tool_in"
+    assert text.endswith("…") and len(text) <= 161 and text.startswith("lorem ipsum")
+    short = turn_record(1, asked="a short prompt")
+    assert locate(short, Query.parse("zebra"), "answered", lambda oid: None) == (
+        "a short prompt",
+        "the prompt (matched in the answer)",
+        "answered",
+    )
+
+
+def test_an_excerpt_is_centred_on_the_whole_match() -> None:
+    """A phrase whose tokens are far apart (punctuation, a long token between)
+    is shown whole, centred; the width is kept."""
+    lorem, dolor = "lorem ipsum " * 40, " dolor sit" * 40
+    ex = excerpt(lorem + "login" + "=" * 100 + "user" + dolor, Query.parse("login_user").terms)
+    assert ex is not None and "login=" in ex and "=user" in ex
+    assert ex.startswith("…") and ex.endswith("…") and len(ex) <= 162
+    assert ex.index("login") > 15 and len(ex) - ex.index("user") > 15  # room both sides
+    phrase = Query.parse(f"cache/{LONG_HEX}/index.json").phrases
+    ex = excerpt(lorem + f"/tmp/cache/{LONG_HEX}/index.json" + dolor, phrase)
+    assert ex is not None and f"/tmp/cache/{LONG_HEX}/index.json" in ex
+    assert excerpt(lorem + f"/tmp/cache/x/{LONG_HEX}/index.json" + dolor, phrase) is None
+    # non-ASCII text goes by the analyzer's tokens: the same places
+    ex = excerpt("é " * 100 + f"cache/{LONG_HEX}/index.json" + " é" * 100, phrase)
+    assert ex is not None and f"cache/{LONG_HEX}/index.json" in ex
+    # a match wider than the excerpt starts it
+    wide = excerpt(lorem + "login" + "-" * 300 + "user" + dolor, Query.parse("login_user").terms)
+    assert wide is not None and wide.startswith("…login-")
+
+
+@pytest.mark.parametrize("scan", [False, True], ids=["engine", "scan"])
+def test_project_through_a_symlink_matches_the_path_as_given_and_resolved(
+    store: Store, tmp_path: Path, scan: bool
+) -> None:
+    real, link = tmp_path / "real", tmp_path / "link"
+    (real / "shop").mkdir(parents=True)
+    link.symlink_to(real)
+    recs = [
+        turn_record(1, session_id="s1", project=str(link / "shop"), asked="fix login_user"),
+        turn_record(2, session_id="s2", project=str(real / "shop"), asked="more login_user"),
+        turn_record(3, session_id="s3", project="/elsewhere/shop", asked="no login_user"),
+    ]
+    import_paths(store, [write_turns(tmp_path / "t.jsonl", recs)])
+    res = search(store, "login_user", scan, project=str(link / "shop"))
+    assert sorted(ids(res)) == ["turn-0001", "turn-0002"]  # as given, and resolved
+    assert res.scope == str(real / "shop")  # the real path's key names the scope
+    # the recorded paths are not resolved (a turn recorded elsewhere keeps its path)
+    assert ids(search(store, "login_user", scan, project=str(real / "shop"))) == ["turn-0002"]
+
+
+def test_cli_project_through_a_symlink(hs: HS, tmp_path: Path) -> None:
+    """A turn recorded under a symlink (`$HOME/link/shop`, link -> real) is
+    found by that path as given, as `hs log --project` finds it."""
+    import os
+
+    home = Path(os.environ["HOME"])
+    (home / "real" / "shop").mkdir(parents=True)
+    (home / "link").symlink_to(home / "real")
+    hs("init")
+    rec = turn_record(1, project=str(home / "link" / "shop"), asked="fix login_user")
+    hs("record", input=json.dumps(rec))
+    assert "turn-0001" in hs("log", "--project", str(home / "link" / "shop")).stdout
+    r = hs("recall", "--project", str(home / "link" / "shop"), "login_user")
+    assert r.exit_code == 0 and r.stderr == ""
+    assert "turn turn-0001" in r.stdout and "in the prompt: fix login_user" in r.stdout
+
+
+def test_positions_keep_the_place_of_a_long_token(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """query.positioned (the index's tokenizer) and approx_positioned (Python,
+    without the tantivy package) keep a long token's place alike; the scan
+    without the package finds a phrase around one."""
+    import sys
+
+    import histstore.recall.query as query_mod
+
+    texts = [
+        f"cache/{LONG_HEX}/index.json",
+        "a" * 38 + "é x",  # 40 bytes written: dropped
+        "Straße " + "b" * 40 + " ok",
+        "x " + "é" * 20 + " y",
+        f"{LONG_HEX} lead",
+        f"tail {LONG_HEX}",
+    ]
+    for text in texts:
+        placed = query_mod.approx_positioned(text)
+        while placed and placed[-1] is None:
+            placed.pop()
+        assert query_mod.positioned(text) == placed, text
+    assert query_mod.positioned(f"cache/{LONG_HEX}/index.json") == ["cache", None, "index", "json"]
+    assert query_mod.positioned(f"tail {LONG_HEX}") == ["tail"]
+    assert query_mod.positioned(f"{LONG_HEX} lead") == [None, "lead"]
+    recs = [turn_record(1, asked=f"see cache/{LONG_HEX}/index.json"), turn_record(2)]
+    import_paths(store, [write_turns(tmp_path / "t.jsonl", recs)])
+    monkeypatch.setattr(query_mod, "_ANALYZE", [])
+    monkeypatch.setitem(sys.modules, "tantivy", None)  # the package is not installed
+    assert ids(search(store, f"cache/{LONG_HEX}/index.json", True)) == ["turn-0001"]
+    assert ids(search(store, "cache/index.json", True)) == []
+
+
+def test_the_scan_and_the_engine_agree_on_odd_input(store: Store, tmp_path: Path) -> None:
+    """The cases above, hit for hit, field for field, excerpt for excerpt."""
+    steps = [
+        tool("Bash", {"command": "grep -r widget"}, f"cache/{LONG_HEX}/index.json"),
+        tool("Bash", {"command": "gadget --list"}, "widget " + "é" * 20 + " gadget"),
+    ]
+    recs = [
+        turn_record(1, asked=f"look at /tmp/cache/{LONG_HEX}/index.json", steps=steps),
+        turn_record(2, asked="rename foo_" + "x" * 45 + "_bar now", session_id="s2"),
+        turn_record(3, asked="open caf\\xe9.txt cache index.json foo_bar", session_id="s3"),
+        # a part ending in a long token: the next part starts a place after
+        # its last token kept, the long one taking none
+        turn_record(
+            4,
+            session_id="s4",
+            steps=[tool("Read", {"path": "a"}, f"alpha {LONG_HEX}"), tool("Read", {}, "beta")],
+        ),
+    ]
+    import_paths(store, [write_turns(tmp_path / "t.jsonl", recs)])
+    for q in [
+        f"cache/{LONG_HEX}/index.json",
+        "foo_bar",
+        "foo_" + "x" * 45 + "_bar",
+        "widget-gadget",
+        "widget_" + "é" * 20 + "_gadget",
+        "gadget list widget",
+        NOT_UTF8,
+        "index.json",
+        f"alpha_{LONG_HEX}_beta",
+        "alpha_beta",
+        f"alpha_{LONG_HEX}_{LONG_HEX}_beta",
+    ]:
+        a = search(store, q, k=10)
+        b = search(store, q, True, k=10)
+        assert [(h.turn_id, h.field, h.where, h.excerpt) for h in a.hits] == [
+            (h.turn_id, h.field, h.where, h.excerpt) for h in b.hits
+        ], q
+        for x, y in zip(a.hits, b.hits, strict=True):
+            assert x.score == pytest.approx(y.score, rel=1e-3), q
+        assert a.outcome == b.outcome, q
+
+
+def test_after_a_forget_scores_differ_from_the_scan_until_gc(filled: Store) -> None:
+    """docs: Tantivy counts a deleted document in bm25 (N, n, the average
+    length) until its segment is merged away; the scan counts visible turns.
+    After a forget the hits are the same but their scores may differ, until
+    `hs gc` (compact) rewrites the segment."""
+    from histstore.ops.forget import forget, resolve_target
+
+    forget(filled, resolve_target(filled, "turn-0002"), mode="exclude", confirm="turn-0002")
+
+    def answers(scan: bool) -> list[tuple[str, float]]:
+        return [(h.turn_id, h.score) for h in search(filled, "login_user cache", scan, k=10).hits]
+
+    engine_hits, scan_hits = answers(False), answers(True)
+    assert [t for t, _ in engine_hits] == [t for t, _ in scan_hits]
+    assert [s for _, s in engine_hits] != pytest.approx([s for _, s in scan_hits], rel=1e-3)
+    compact(filled)
+    assert [s for _, s in answers(False)] == pytest.approx([s for _, s in answers(True)], rel=1e-3)

@@ -1184,3 +1184,54 @@ def test_a_first_push_copies_packs_whole_and_verifies_them(tmp_path: Path) -> No
         sync(Store.open(tmp_path / "a"), c, "c", pull=False)
     assert not list((tmp_path / "c" / "objects" / "pack").glob("*.idx"))
     assert c.session_refs() == {}
+
+
+def test_a_push_leaves_the_index_caught_up_by_its_meta_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A push (with --init or not) and a sync that only pushes record an
+    operation here (the remote-tracking refs): the index follows it before
+    the command returns — its applied_op moved, no Tantivy writer made — so
+    `hs fsck` finds it current (format.md: a writer that committed an
+    operation catches the index up)."""
+    import histstore.recall.replay as replay
+
+    hs, a, _b = cli(tmp_path)
+    writers: list[int] = []
+
+    class Counted(replay.Writer):
+        def __init__(self, *args: Any, **kw: Any) -> None:
+            writers.append(1)
+            super().__init__(*args, **kw)
+
+    monkeypatch.setattr(replay, "Writer", Counted)
+
+    def status() -> dict[str, Any]:
+        st: dict[str, Any] = hs.json_lines("-C", str(a), "plumbing", "index-status")[0]
+        return st
+
+    def new_turn(n: int) -> None:
+        recs = [turn_record(n, asked=f"question {n}")]
+        r = hs("-C", str(a), "import", str(write_turns(tmp_path / f"{n}.jsonl", recs)))
+        assert r.exit_code == 0, r.stderr
+
+    for n, command in ((0, ["push", "lap", "--init"]), (7, ["push", "lap"]), (8, ["sync", "lap"])):
+        if n:
+            new_turn(n)
+        before, made = status(), len(writers)
+        r = hs("-C", str(a), *command)
+        assert r.exit_code == 0 and r.stderr == "", command
+        after = status()
+        assert after["stale"] is False and after["applied_op"] != before["applied_op"], command
+        assert after["generation"] == before["generation"] and after["rows"] == before["rows"]
+        assert len(writers) == made, command  # the meta alone: no writer, no commit
+        r = hs("-C", str(a), "fsck")
+        assert r.exit_code == 0 and "behind" not in r.stdout + r.stderr, command
+    # removing the remote drops its tracking refs: an operation of the same kind
+    before = status()
+    r = hs("-C", str(a), "remote", "remove", "lap")
+    assert r.exit_code == 0, r.stderr
+    after = status()
+    assert after["stale"] is False and after["applied_op"] != before["applied_op"]
+    r = hs("-C", str(a), "fsck")
+    assert r.exit_code == 0 and "behind" not in r.stdout + r.stderr

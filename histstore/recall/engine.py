@@ -100,8 +100,11 @@ def document(
     ts_ms: int,
     project: str,
     agent: str,
-    texts: dict[str, str],
+    texts: dict[str, list[str]],
 ) -> tantivy.Document:
+    """A turn's document; ``texts``: each text field's values
+    (fields.field_texts), added one by one, so Tantivy leaves a position
+    between two parts and no phrase spans them."""
     doc = tantivy.Document()
     doc.add_text(KEY, f"{turn_id}~{session_id}")
     doc.add_bytes(OBJECT, bytes.fromhex(object_id))
@@ -116,8 +119,8 @@ def document(
         doc.add_text(PNAME, n)
     if agent:
         doc.add_text(AGENT, agent)
-    for f, text in texts.items():
-        if text:
+    for f, parts in texts.items():
+        for text in parts:
             doc.add_text(f, text)
     return doc
 
@@ -158,15 +161,20 @@ def _term(sch: tantivy.Schema, field: str, value: str) -> tantivy.Query:
 
 
 def _field_query(
-    searcher: tantivy.Searcher, sch: tantivy.Schema, field: str, toks: Sequence[str]
+    searcher: tantivy.Searcher, sch: tantivy.Schema, field: str, phrase: Sequence[str | None]
 ) -> tantivy.Query | None:
-    """A term (one token) or a phrase (its tokens in order) in one field; None
-    when a token is in no document's field (nothing to score)."""
+    """A term (one token) or a phrase (its tokens in order, each at its place:
+    a None of ``phrase``, a token too long to index, is a place left open) in
+    one field; None when a token is in no document's field (nothing to score)."""
+    words: list[str | tuple[int, str]] = [(i, t) for i, t in enumerate(phrase) if t is not None]
+    toks = [t for t in phrase if t is not None]
     if any(searcher.doc_freq(field, t) == 0 for t in toks):
         return None
     if len(toks) == 1:
         return _term(sch, field, toks[0])
-    return tantivy.Query.phrase_query(sch, field, list(toks))
+    if len(toks) == len(phrase):
+        return tantivy.Query.phrase_query(sch, field, list(toks))
+    return tantivy.Query.phrase_query(sch, field, words)
 
 
 class TextQuery:
@@ -182,10 +190,11 @@ class TextQuery:
 
 
 def text_query(
-    searcher: tantivy.Searcher, sch: tantivy.Schema, terms: Iterable[Sequence[str]]
+    searcher: tantivy.Searcher, sch: tantivy.Schema, terms: Iterable[Sequence[str | None]]
 ) -> TextQuery | None:
-    """Each term (the index's tokens: query.tokens is the index's analyzer) a
-    phrase of them, in every field."""
+    """Each term (``Query.phrases``: the index's tokens at their places, as
+    query.positioned makes them with the index's analyzer) a phrase of them,
+    in every field."""
     clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
     per_field: dict[str, list[tuple[tantivy.Occur, tantivy.Query]]] = {}
     for toks in terms:

@@ -131,8 +131,9 @@ def _input_text(value: Any) -> str:
 def parts(turn: dict[str, Any], blob: BlobReader, fields: Collection[str] = FIELDS) -> list[Part]:
     """The searchable parts of a stored turn (of ``fields`` only: a blob is read
     only when its field is asked for), in the order of the exchange. The prompt
-    and the answer are parts of their own; a step repeating them (the first
-    user step, the last assistant text) is not searched twice."""
+    and the answer are parts of their own, and so is each file path; a step
+    repeating them (the first user step, the last assistant text) is not
+    searched twice."""
     asked = turn.get("asked") or ""
     answered = turn.get("answered") or ""
     if not isinstance(asked, str):
@@ -146,8 +147,7 @@ def parts(turn: dict[str, Any], blob: BlobReader, fields: Collection[str] = FIEL
         out.append(Part("answered", answered))
     if "paths" in fields:
         paths = [p for k in ("files", "edited") for p in turn.get(k) or [] if isinstance(p, str)]
-        if paths:
-            out.append(Part("paths", "\n".join(dict.fromkeys(paths))))
+        out += [Part("paths", p) for p in dict.fromkeys(paths) if p]  # a part a path
     steps = turn.get("steps")
     for step in steps if isinstance(steps, list) else []:
         if not isinstance(step, dict):
@@ -179,12 +179,15 @@ def parts(turn: dict[str, Any], blob: BlobReader, fields: Collection[str] = FIEL
     return out
 
 
-def field_texts(ps: list[Part]) -> dict[str, str]:
-    """The text of each field: its parts joined by newlines."""
+def field_texts(ps: list[Part]) -> dict[str, list[str]]:
+    """The values of each field: the texts of its parts, each a value of its
+    own (the engine puts a position between two values, so the end of one
+    part and the start of the next are no phrase); empty ones left out."""
     out: dict[str, list[str]] = {}
     for p in ps:
-        out.setdefault(p.field, []).append(p.text)
-    return {f: "\n".join(texts) for f, texts in out.items()}
+        if p.text:
+            out.setdefault(p.field, []).append(p.text)
+    return out
 
 
 def project_and_agent(turn: dict[str, Any], project: str, agent: str) -> tuple[str, str]:

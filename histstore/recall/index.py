@@ -35,10 +35,11 @@ from histstore.recall.query import K_MAX, Query, RecallResult, Scope, time_ms
 from histstore.store.kinds import Session, TurnEntry
 from histstore.store.store import Store
 
-#: the schema of a generation (its meta's ``schema``; docs/format.md): 3, the
-#: first Tantivy one (1 and 2 were SQLite FTS5 databases); a generation of
-#: another schema is rebuilt by the next catch-up
-SCHEMA_VERSION = 3
+#: the schema of a generation (its meta's ``schema``; docs/format.md): 4, each
+#: part of a turn a value of its own (3 joined a field's parts into one value,
+#: so phrases spanned them; 1 and 2 were SQLite FTS5 databases); a generation
+#: of another schema is rebuilt by the next catch-up
+SCHEMA_VERSION = 4
 #: set (to anything but 0) to answer every recall by scanning the objects
 FALLBACK_ENV = "HS_RECALL_FALLBACK"
 #: the engine's handles on generations this process opened: (path, inode) -> index
@@ -281,6 +282,19 @@ class RecallIndex:
         with self.lock(timeout):
             return self._catch_up()
 
+    def follow(self, *, timeout: float | None = None) -> int:
+        """Catch up after an operation that moved no session or marker (a
+        push's remote-tracking refs): when the generation lacks only such
+        operations, its meta alone moves (no engine writer, no commit);
+        operations left behind before it are replayed as any catch-up's.
+        Without a current generation (none, or one of another schema) it does
+        nothing: building one is for the next write or recall, not a push."""
+        with self.lock(timeout):
+            gen = self.gens.current()
+            if gen is None or gen.meta.get("schema") != SCHEMA_VERSION:
+                return 0
+            return self._catch_up()
+
     def _catch_up(self) -> int:
         gen = self.gens.current()
         if gen is None or gen.meta.get("schema") != SCHEMA_VERSION:
@@ -420,7 +434,7 @@ class RecallIndex:
         it: a directory or a name; None searches everywhere), the last ``days``
         days, one agent, one session. Never takes a lock."""
         scope = check_request(project, days=days, k=k, agent=agent, session=session)
-        query = Query.parse(text)
+        query = check_query(text)
         since = None
         if days is not None:
             since = int((_now() - timedelta(days=days)).timestamp() * 1000)
@@ -484,6 +498,20 @@ def check_request(
     return Scope.of(project, days=days, agent=agent, session=session)
 
 
+def check_query(text: str) -> Query:
+    """The query of ``text``; refused (BadInput) when every word it would
+    search is too long to be indexed (a git commit id alone): it could match
+    nothing, and "only function words" would not be true."""
+    query = Query.parse(text)
+    if not query.terms and query.long_words:
+        raise BadInput(
+            f"nothing to look for: {query.text!r} holds no word recall can search "
+            "(a word of 40 bytes or more is not indexed)",
+            hint="look for other words of the turn, or a shorter part of that word",
+        )
+    return query
+
+
 def recall(
     store: Store,
     text: str,
@@ -500,6 +528,7 @@ def recall(
     one, it searches what is there — then searched. A request it refuses
     changes nothing: no catch-up first."""
     check_request(project, days=days, k=k, agent=agent, session=session)
+    check_query(text)
     index = RecallIndex(store)
     fallback = os.environ.get(FALLBACK_ENV, "") not in ("", "0") or not _engine_loads()
     try:

@@ -2,10 +2,14 @@
 
 A query is reduced to its informative terms (function words dropped,
 histstore.recall.stopwords), each a phrase of tokens as the index's analyzer
-makes them (runs of letters and digits, case and accents folded), so the
-engine and the scan agree on what matches. The scope (a project by path or
-by name, days, an agent, a session) is a :class:`Scope`. An excerpt is the
-text around the first match, read from the stored turn.
+makes them (runs of letters and digits, case and accents folded) at the
+places the index puts them (a token of 40 bytes or more is not indexed but
+keeps its place), so the engine and the scan agree on what matches. The
+scope (a project by path or by name, days, an agent, a session) is a
+:class:`Scope`. The tokens of a text with where they are written
+(:func:`token_spans`) serve the excerpts (histstore.recall.hits) and the
+marks on a recall's lines. Text that is not UTF-8 (Python's lone
+surrogates: an argument of odd bytes) is read as :func:`as_text` spells it.
 """
 
 from __future__ import annotations
@@ -68,6 +72,25 @@ def fold(text: str | None) -> str:
 #: a token this long (characters) may be of 40 UTF-8 bytes or more
 _MAYBE_LONG = TOKEN_MAX // 4
 
+#: a lone surrogate: a byte that was not UTF-8 (U+DC80..U+DCFF, as Python reads
+#: an argument or a file name: surrogateescape), or half of a pair (JSON's \ud800)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _spell(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c - 0xDC00:02x}" if 0xDC80 <= c <= 0xDCFF else "\ufffd"
+
+
+def as_text(value: str) -> str:
+    """``value`` as UTF-8 can hold it: a byte that was not UTF-8 spelled
+    ``\\xNN``, as the store keeps a file name that is not UTF-8
+    (``caf\\xe9``); any other lone surrogate replaced by U+FFFD, as the
+    store keeps one. A query or a filter searches what the store can hold."""
+    if value.isascii() or not _SURROGATE.search(value):
+        return value
+    return _SURROGATE.sub(_spell, value)
+
 
 def index_analyzer() -> Any:
     """The analyzer of the index's text fields (``hs_words``, a
@@ -96,7 +119,83 @@ def tokens(text: str) -> list[str]:
             _ANALYZE.append(index_analyzer().analyze)
         except ImportError:
             _ANALYZE.append(approx_tokens)
-    return _ANALYZE[0](text)
+    try:
+        return _ANALYZE[0](text)
+    except UnicodeEncodeError:  # a lone surrogate: the analyzer takes UTF-8 only
+        return _ANALYZE[0](as_text(text))
+
+
+#: the tokenizer of ``hs_words`` without ``remove_long``, for the places of
+#: the tokens it drops: (the analyzer it stands beside, its positions)
+_PLACES: list[tuple[Callable[[str], list[str]], Callable[[str], list[str | None]]]] = []
+#: ASCII's tokens, in lower-cased text: its runs of letters and digits
+_ASCII_RUN = re.compile("[a-z0-9]+")
+#: where a token of 40 bytes or more can be in other text: a run of 10 or more
+#: characters that are neither white space nor ASCII punctuation (a token is
+#: letters and digits, at most 4 bytes each)
+_RUN_LONG = re.compile(f"[^\\s!-/:-@\\[-`{{-~]{{{_MAYBE_LONG},}}")
+
+
+def _may_drop(text: str) -> bool:
+    """Whether the analyzer may drop a token of ``text``, not ASCII (one of 40
+    bytes or more); False is sure."""
+    return any(
+        len(m.group().encode("utf-8", "surrogatepass")) >= TOKEN_MAX
+        for m in _RUN_LONG.finditer(text)
+    )
+
+
+def positioned(text: str) -> list[str | None]:
+    """The tokens of ``text`` at the positions the index gives them: a token
+    of 40 bytes or more is not indexed but keeps its place, None here (up to
+    the last token kept; the places after it are no position of the text's).
+    Where no token is that long, :func:`tokens`."""
+    out = _every_place(text)
+    while out and out[-1] is None:
+        out.pop()
+    return out
+
+
+def _every_place(text: str) -> list[str | None]:
+    """:func:`positioned`, the places of the long tokens after the last kept
+    one included."""
+    if text.isascii():
+        # ASCII's tokens are its runs of letters and digits, lower-cased: one
+        # regular expression, as fast as the analyzer (tool outputs are full
+        # of hashes, each a dropped token)
+        return [t if len(t) < TOKEN_MAX else None for t in _ASCII_RUN.findall(text.lower())]
+    if not _may_drop(text):
+        return list(tokens(text))
+    tokens("")  # which analyzer there is (the engine's, or Python's)
+    analyze = _ANALYZE[0]
+    if not _PLACES or _PLACES[0][0] is not analyze:
+        _PLACES[:] = [(analyze, approx_positioned if analyze is approx_tokens else _placed())]
+    return _PLACES[0][1](text)
+
+
+def _placed() -> Callable[[str], list[str | None]]:
+    """The index's tokenizer and filters but ``remove_long``, each token kept
+    or dropped (None) as ``remove_long`` measures it: as written, in bytes."""
+    import tantivy
+
+    whole = (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .build()
+    )
+
+    def run(text: str) -> list[str | None]:
+        text = as_text(text)
+        out: list[str | None] = []
+        for t in whole.pre_tokenize(text).tokens:
+            a, b = t.char_offset_from, t.char_offset_to
+            out.extend([None] * (t.position - len(out)))
+            dropped = b - a >= _MAYBE_LONG and len(text[a:b].encode()) >= TOKEN_MAX
+            out.append(None if dropped else t.text)
+        return out
+
+    return run
 
 
 def approx_tokens(text: str) -> list[str]:
@@ -113,11 +212,24 @@ def approx_tokens(text: str) -> list[str]:
         return toks
     if text.isascii():  # a byte a character, before folding and after
         return list(itertools.compress(toks, map(TOKEN_MAX.__gt__, map(len, toks))))
-    return _long_dropped(text, folded, toks)
+    drop = _long_dropped(text, folded, toks)
+    return [t for i, t in enumerate(toks) if i not in drop] if drop else toks
 
 
-def _long_dropped(text: str, folded: str, toks: list[str]) -> list[str]:
-    """``toks`` (of ``folded``, some long) less those of 40 bytes or more as
+def approx_positioned(text: str) -> list[str | None]:
+    """:func:`positioned` in Python (without the tantivy package): the tokens
+    of :func:`approx_tokens`, those of 40 bytes or more None in their place."""
+    folded = fold(text)
+    toks: list[str] = _TOKEN.findall(folded)
+    if text.isascii():
+        drop = {i for i, t in enumerate(toks) if len(t) >= TOKEN_MAX}
+    else:
+        drop = _long_dropped(text, folded, toks)
+    return [None if i in drop else t for i, t in enumerate(toks)]
+
+
+def _long_dropped(text: str, folded: str, toks: list[str]) -> set[int]:
+    """Which of ``toks`` (of ``folded``, some long) are of 40 bytes or more as
     ``text`` wrote them."""
     longs = list(itertools.compress(range(len(toks)), map(_MAYBE_LONG.__le__, map(len, toks))))
     written: list[str] = []
@@ -136,8 +248,7 @@ def _long_dropped(text: str, folded: str, toks: list[str]) -> list[str]:
         if len(runs) != len(toks):
             runs = toks
         written = [runs[i] if fold(runs[i]) == toks[i] else toks[i] for i in longs]
-    drop = {i for i, w in zip(longs, written, strict=True) if len(w.encode()) >= TOKEN_MAX}
-    return [t for i, t in enumerate(toks) if i not in drop] if drop else toks
+    return {i for i, w in zip(longs, written, strict=True) if len(w.encode()) >= TOKEN_MAX}
 
 
 def time_ms(ts: str) -> int:
@@ -159,29 +270,49 @@ def time_ms(ts: str) -> int:
 # of start-up, and hs recall imports this module on every question)
 
 
+#: a phrase: its tokens at their places, None where the query had a token of
+#: 40 bytes or more (not indexed: any one token, or none, fills that place)
+Phrase = tuple[str | None, ...]
+
+
 class Query:
-    """A query reduced to its informative terms, each a phrase of tokens."""
+    """A query reduced to its informative terms, each a phrase of tokens.
+    ``phrases`` are what is searched: each term's tokens at their places (None
+    for a token too long to index, which keeps its place); ``terms`` the same
+    without those places, as a term is shown and marked. ``long_words``: some
+    word of the query held a token too long to index."""
 
-    __slots__ = ("terms", "text")
+    __slots__ = ("long_words", "phrases", "terms", "text")
 
-    def __init__(self, text: str, terms: tuple[tuple[str, ...], ...]) -> None:
+    def __init__(self, text: str, phrases: tuple[Phrase, ...], long_words: bool = False) -> None:
         self.text = text
-        self.terms = terms
+        self.phrases = phrases
+        terms = (tuple(t for t in p if t is not None) for p in phrases)
+        self.terms: tuple[tuple[str, ...], ...] = tuple(dict.fromkeys(terms))
+        self.long_words = long_words
 
     @classmethod
     def parse(cls, text: str) -> Query:
-        seen: dict[tuple[str, ...], None] = {}
+        text = as_text(text)
+        seen: dict[Phrase, None] = {}
+        long_words = False
         for word in text.split():
             bare = word.lower().replace("\u2019", "'").strip(_PUNCT)
             if bare in FUNCTION_WORDS:  # before tokens: "don't" is one function word
                 continue
-            toks = tuple(tokens(word))
+            placed = _every_place(word)
+            toks = tuple(t for t in placed if t is not None)
+            if len(toks) < len(placed):
+                long_words = True
             if not toks or (len(toks) == 1 and toks[0] in FUNCTION_WORDS):
                 continue
             if all(t in FUNCTION_WORDS for t in toks) and len(toks) > 1:
                 continue
-            seen.setdefault(toks, None)
-        return cls(text, tuple(seen))
+            # only the places between its tokens count
+            first = next(i for i, t in enumerate(placed) if t is not None)
+            last = max(i for i, t in enumerate(placed) if t is not None)
+            seen.setdefault(tuple(placed[first : last + 1]), None)
+        return cls(text, tuple(seen), long_words)
 
 
 #: the most days a window may reach back (a wider one overflowed: "date value
@@ -223,9 +354,12 @@ class Scope:
         session: str | None = None,
     ) -> Scope:
         """``project`` as a person gave it (None: everywhere). A directory that
-        exists here is made absolute and mapped to its project key; anything
-        else is a path as given; a name without ``/`` also matches every
-        project whose last path component it is. A trailing slash is ignored."""
+        exists here is matched as given, made absolute, and as its real path
+        (symlinks resolved), each also mapped to its project key, as ``hs log
+        --project`` finds it either way; anything else is a path as given; a
+        name without ``/`` also matches every project whose last path
+        component it is. A trailing slash is ignored. Values that are not
+        UTF-8 are read as :func:`as_text` spells them."""
         if days is not None and days < 1:
             raise BadInput(f"--days {days}: give a number of days, 1 or more")
         if days is not None and days > MAX_DAYS:
@@ -236,6 +370,8 @@ class Scope:
         for what, value in (("--agent", agent), ("--session", session)):
             if value is not None and not value.strip():
                 raise BadInput(f"{what}: give a non-empty value")
+        agent = None if agent is None else as_text(agent)
+        session = None if session is None else as_text(session)
         if project is None:
             return cls(days=days, agent=agent, session=session)
         text = project.strip()
@@ -244,10 +380,14 @@ class Scope:
         bare = text.rstrip("/\\") or text[:1]
         paths = [bare]
         if os.path.isdir(bare):
-            absolute = str(Path(bare).resolve())
-            paths = [project_key(absolute), absolute]
+            # the real path (its key names the scope, as it did) and the path
+            # as given, made absolute (a symlink kept, as it may have been
+            # recorded), each with its project key
+            real, given = str(Path(bare).resolve()), os.path.abspath(bare)
+            paths = [project_key(real), real, project_key(given), given]
+        paths = [as_text(p) for p in paths]
         key = paths[0]
-        name = bare if "/" not in bare and "\\" not in bare else None
+        name = as_text(bare) if "/" not in bare and "\\" not in bare else None
         return cls(key, tuple(dict.fromkeys(paths)), name, days, agent, session)
 
     def matches(self, paths: list[str], names: list[str]) -> bool:
@@ -276,58 +416,6 @@ def base_name(path: str) -> str:
     return strip(path).replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def excerpt(text: str, terms: tuple[tuple[str, ...], ...], width: int = EXCERPT) -> str | None:
-    """The text around the first match of any term (token-wise, by the
-    index's tokens), whitespace collapsed; None when no term is in the text.
-    The same rule serves the engine's hits and the scan's."""
-    flat = " ".join(text.split())
-    firsts = {t[0] for t in terms}
-    # no term's first token anywhere: the common case, decided at C speed
-    if flat.isascii():
-        folded = flat.lower()
-        if not any(f in folded for f in firsts):
-            return None
-    elif firsts.isdisjoint(tokens(flat)):
-        return None
-    best = _first_match(flat, terms, firsts)
-    if best is None:
-        return None
-    lo = max(0, best - width // 2)
-    hi = min(len(flat), lo + width)
-    lo = max(0, min(lo, hi - width))
-    # cut at word boundaries
-    if lo > 0:
-        sp = flat.find(" ", lo)
-        lo = sp + 1 if 0 <= sp < best else lo
-    if hi < len(flat):
-        sp = flat.rfind(" ", best, hi)
-        hi = sp if sp > best else hi
-    return ("…" if lo > 0 else "") + flat[lo:hi] + ("…" if hi < len(flat) else "")
-
-
-def _first_match(flat: str, terms: tuple[tuple[str, ...], ...], firsts: set[str]) -> int | None:
-    """Where in ``flat`` the first term starts, token-wise."""
-    if flat.isascii():
-        # letters and digits are ASCII's tokens: find the first tokens by one
-        # regex over the lower-cased text, then check the rest of the phrase
-        folded = flat.lower()
-        pattern = re.compile(
-            "(?<![^\\W_])(?:" + "|".join(re.escape(f) for f in sorted(firsts)) + ")(?![^\\W_])"
-        )
-        span = 80 * max(len(t) for t in terms)  # room for the longest phrase's tokens
-        for m in pattern.finditer(folded):
-            toks = _TOKEN.findall(folded, m.start(), m.start() + span)
-            if any(tuple(toks[: len(t)]) == t for t in terms if t[0] == m.group()):
-                return m.start()
-        return None
-    spans = token_spans(flat)
-    words = [w for _, _, w in spans]
-    for i, w in enumerate(words):
-        if w in firsts and any(tuple(words[i : i + len(t)]) == t for t in terms):
-            return spans[i][0]
-    return None
-
-
 _ASCII_TOKEN = re.compile(r"[A-Za-z0-9]+")
 #: whether a character is one of a token's, as the index's tokenizer decides
 _TOKEN_CHAR: dict[str, bool] = {}
@@ -345,6 +433,16 @@ def token_spans(text: str) -> list[tuple[int, int, str]]:
             for m in _ASCII_TOKEN.finditer(text)
             if m.end() - m.start() < TOKEN_MAX
         ]
+    found = [m for m in _runs(text) if not _long(m)]
+    toks = tokens(text)
+    if len(found) == len(toks):  # the analyzer's tokens are those runs, in order
+        return [(m.start(), m.end(), t) for m, t in zip(found, toks, strict=True)]
+    return [(m.start(), m.end(), " ".join(t)) for m in found if (t := tokens(m.group()))]
+
+
+def _runs(text: str) -> list[re.Match[str]]:
+    """The runs of ``text`` the index's tokenizer makes tokens of (those of
+    40 bytes or more included)."""
     known = _TOKEN_CHAR
     letters = []
     for c in set(text):
@@ -354,16 +452,24 @@ def token_spans(text: str) -> list[tuple[int, int, str]]:
                 inside = known[c] = bool(tokens(c))
             if inside:
                 letters.append(re.escape(c))
-    runs = re.compile("[A-Za-z0-9" + "".join(sorted(letters)) + "]+")
-    found = [
-        m
-        for m in runs.finditer(text)
-        if m.end() - m.start() < _MAYBE_LONG or len(m.group().encode()) < TOKEN_MAX
-    ]
+    return list(re.finditer("[A-Za-z0-9" + "".join(sorted(letters)) + "]+", text))
+
+
+def _long(m: re.Match[str]) -> bool:
+    return m.end() - m.start() >= _MAYBE_LONG and len(m.group().encode()) >= TOKEN_MAX
+
+
+def placed_spans(text: str) -> list[tuple[int, int, str | None]]:
+    """:func:`token_spans` with the tokens of 40 bytes or more in their places
+    (None): the places the index gives them (when the runs are not the
+    analyzer's tokens, the tokens kept without them)."""
+    runs = _runs(text)
     toks = tokens(text)
-    if len(found) == len(toks):  # the analyzer's tokens are those runs, in order
-        return [(m.start(), m.end(), t) for m, t in zip(found, toks, strict=True)]
-    return [(m.start(), m.end(), " ".join(t)) for m in found if (t := tokens(m.group()))]
+    kept = [m for m in runs if not _long(m)]
+    if len(kept) != len(toks):
+        return list(token_spans(text))
+    it = iter(toks)
+    return [(m.start(), m.end(), None if _long(m) else next(it)) for m in runs]
 
 
 class Hit:

@@ -7,15 +7,20 @@ the index's analyzer tokenizes, and scored with the engine's formula: bm25
 per field (k1 1.2, b 0.75, document lengths bucketed as Tantivy buckets them,
 idf and average lengths over every turn), each field times its weight,
 summed over the terms and fields that match (a term of several tokens
-matches as a phrase). So on the same data it gives the same hits in the
-same order, only slower: it reads every turn on every question.
+matches as a phrase, at the places the engine gives tokens: a part of a
+field a position after the one before it, a token too long to index keeping
+its place). So on the same data it gives the same hits in the same order,
+only slower: it reads every turn on every question (while the index holds
+no deleted documents: docs/format.md, "Without the engine").
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import chain
 
 from histstore.overlay.markers import Overlay
 from histstore.recall.fields import (
@@ -26,7 +31,16 @@ from histstore.recall.fields import (
     parts,
     project_and_agent,
 )
-from histstore.recall.query import Query, Scope, project_values, time_ms, tokens
+from histstore.recall.query import (
+    TOKEN_MAX,
+    Phrase,
+    Query,
+    Scope,
+    positioned,
+    project_values,
+    time_ms,
+    tokens,
+)
 from histstore.store.store import Store
 
 K1 = 1.2
@@ -61,12 +75,64 @@ def bucketed(length: int) -> int:
     return NORMS[lo]
 
 
-def phrase_count(term: tuple[str, ...], toks: list[str]) -> int:
+#: the tokens of ASCII text, lower-cased (as the analyzer makes them there)
+_ASCII_RUN = re.compile("[a-z0-9]+")
+#: the bytes of ASCII letters and digits
+_ALNUM = bytes(range(48, 58)) + bytes(range(65, 91)) + bytes(range(97, 123))
+
+
+def placed_tokens(value: str, kept: list[str]) -> list[str | None]:
+    """The tokens of ``value`` in their places, from ``kept`` (the tokens it
+    keeps) when it dropped none. In ASCII text that is known at C speed —
+    its tokens are its runs of letters and digits, so it dropped one when
+    they hold more letters and digits than ``kept`` — and otherwise one
+    regular expression gives the places: a run of 40 or more left as it is,
+    where it equals no token of a query (a place with no token), those after
+    the last token kept cut off (tool outputs are full of hashes).
+    Elsewhere query.positioned."""
+    if not value.isascii():
+        return positioned(value)
+    raw = value.encode("ascii")
+    if len(raw) - len(raw.translate(None, _ALNUM)) == sum(map(len, kept)):
+        return list(kept)
+    runs: list[str | None] = _ASCII_RUN.findall(value.lower())
+    while runs and len(runs[-1] or "") >= TOKEN_MAX:
+        runs.pop()
+    return runs
+
+
+def field_tokens(values: list[str], kept: list[list[str]]) -> list[str | None]:
+    """A field's tokens at the positions Tantivy gives them (a place with no
+    token None, or a run too long to be a token), from its values and the
+    tokens each keeps: each value's from where the one before it ended, one
+    position on (a value's end is after its last token kept; one with none
+    ends where it starts), a token too long to index keeping its place."""
+    out: list[str | None] = []
+    start = 0
+    for value, toks in zip(values, kept, strict=True):
+        placed = placed_tokens(value, toks)
+        out.extend([None] * (start - len(out)))
+        out.extend(placed)
+        start += len(placed) + 1
+    return out
+
+
+def phrase_count(term: Phrase, toks: list[str | None]) -> int:
+    """How often ``term`` is in ``toks``, as Tantivy counts a phrase (a None
+    of ``term`` fits any place)."""
     n = len(term)
     if n == 1:
         return toks.count(term[0])
     first = term[0]
-    return sum(1 for i, t in enumerate(toks) if t == first and tuple(toks[i : i + n]) == term)
+    rest = [(i, t) for i, t in enumerate(term) if i and t is not None]
+    found, at, last = 0, -1, len(toks) - n
+    while True:
+        try:
+            at = toks.index(first, at + 1, last + 1)
+        except ValueError:
+            return found
+        if all(toks[at + i] == t for i, t in rest):
+            found += 1
 
 
 @dataclass
@@ -79,7 +145,7 @@ class _Doc:
     ts_ms: int
     in_days: bool
     #: (field, term) -> (occurrences, the field's length)
-    matched: dict[tuple[str, tuple[str, ...]], tuple[int, int]] = field(default_factory=dict)
+    matched: dict[tuple[str, Phrase], tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -92,10 +158,38 @@ class ScanResult:
     older: bool
 
 
+def _read_field(
+    values: list[str], query: Query, wanted: set[str], in_scope: bool
+) -> tuple[int, set[str], list[tuple[Phrase, int]]]:
+    """One field of a turn: (its length, the query's tokens it holds, each
+    term it holds with how often — when the turn is in scope)."""
+    # the tokens kept, value by value (what a length and a frequency count);
+    # their places only for a phrase to count
+    kept = [tokens(v) for v in values]
+    length = sum(map(len, kept))
+    present = wanted.intersection(kept[0] if len(kept) == 1 else chain(*kept))
+    found: list[tuple[Phrase, int]] = []
+    if not in_scope or not present:
+        return length, present, found
+    placed: list[str | None] | None = None
+    for term in query.phrases:
+        if all(t is None or t in present for t in term):
+            if len(term) == 1:
+                one = str(term[0])  # (a phrase starts with a token)
+                tf = sum([k.count(one) for k in kept])
+            else:
+                if placed is None:
+                    placed = field_tokens(values, kept)
+                tf = phrase_count(term, placed)
+            if tf:
+                found.append((term, tf))
+    return length, present, found
+
+
 def scan(
     store: Store, query: Query, scope: Scope, since_ms: int | None, overlay: Overlay
 ) -> ScanResult:
-    wanted = {t for term in query.terms for t in term}
+    wanted = {t for term in query.phrases for t in term if t is not None}
     n_docs = 0
     total: dict[str, int] = defaultdict(int)
     df: dict[tuple[str, str], int] = defaultdict(int)
@@ -119,28 +213,26 @@ def scan(
             ts = time_ms(entry.asked_at)
             doc = _Doc(sid, entry.turn_id, entry.object, ts, since_ms is None or ts >= since_ms)
             for f in FIELDS:
-                text = texts.get(f)
-                if not text:
+                values = texts.get(f)
+                if not values:
                     continue
-                toks = tokens(text)
-                total[f] += len(toks)
-                present = wanted.intersection(toks)
+                length, present, found = _read_field(values, query, wanted, in_scope)
+                total[f] += length
                 for t in present:
                     df[(f, t)] += 1
-                if not in_scope or not present:
-                    continue
-                for term in query.terms:
-                    if all(t in present for t in term):
-                        tf = phrase_count(term, toks)
-                        if tf:
-                            doc.matched[(f, term)] = (tf, len(toks))
+                for term, tf in found:
+                    doc.matched[(f, term)] = (tf, length)
             if doc.matched:
                 docs.append(doc)
     if not n_docs:
         return ScanResult([], False)
 
-    def idf(f: str, term: tuple[str, ...]) -> float:
-        return sum(math.log(1 + (n_docs - df[(f, t)] + 0.5) / (df[(f, t)] + 0.5)) for t in term)
+    def idf(f: str, term: Phrase) -> float:
+        return sum(
+            math.log(1 + (n_docs - df[(f, t)] + 0.5) / (df[(f, t)] + 0.5))
+            for t in term
+            if t is not None
+        )
 
     avg = {f: total[f] / n_docs for f in FIELDS}
     ranked: list[tuple[float, int, _Doc, str]] = []

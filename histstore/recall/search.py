@@ -42,7 +42,7 @@ def search(
     """(hits, outcome): ``found``, ``no-match`` or ``no-match-in-days``."""
     searcher = index.searcher()
     sch = index.schema
-    tq = engine.text_query(searcher, sch, query.terms)
+    tq = engine.text_query(searcher, sch, query.phrases)
     if tq is None:
         return [], "no-match"
     filters = filters_of(scope, since_ms)

@@ -22,7 +22,9 @@ directions:
    refs log (the remote's first, then this store's, which also moves the
    remote-tracking refs ``remotes/<name>/<ref>``).
 3. After a pull, this store's recall index catches up (one commit: newly
-   forgotten turns leave it, new ones arrive), outside the locks.
+   forgotten turns leave it, new ones arrive), outside the locks; after an
+   operation here that moved only remote-tracking refs (a push), the index
+   follows it by its meta alone (RecallIndex.follow).
 
 A ref present on one side only is copied to the other: sync never deletes a
 ref. A sync that finds nothing different moves no object and records no
@@ -354,6 +356,13 @@ def sync(
     moved = [c for c in report.local_changes if c.ref.startswith(("sessions/", "overlay/"))]
     if moved and refresh_index:
         refresh_after_pull(local, report, any(c.ref.startswith("overlay/") for c in moved))
+    elif report.local_operation is not None and refresh_index:
+        # only remote-tracking refs (and memory) moved here: the index is not
+        # left behind the operation (format.md), and no document changes
+        try:
+            RecallIndex(local).follow()
+        except (HistError, OSError, ValueError) as e:
+            report.index_error = str(e)
     return _followed(local, report)
 
 

@@ -7,11 +7,13 @@ or a non-empty folder with no store is refused.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from histstore.errors import BadInput, Conflict, NoStore, NotFound
+from histstore.errors import BadInput, Conflict, HistError, NoStore, NotFound
+from histstore.recall.index import RecallIndex
 from histstore.store.config import patterns_of, read_config, write_config
 from histstore.store.oplog import Operation, RefChange
 from histstore.store.refs import check_component
@@ -148,6 +150,9 @@ def remove_remote(
             config.pop("remotes", None)
         write_config(store.root, config)
         store.config = config
+    if op is not None:  # it moved tracking refs only: the index follows by its meta
+        with contextlib.suppress(HistError, OSError, ValueError):
+            RecallIndex(store).follow()
     return remote, op
 
 
