@@ -301,6 +301,60 @@ def test_a_session_purge_leaves_its_title_nowhere_and_an_import_brings_it_not_ba
     assert _scan(store_path, DEMO_TITLE) == {}
 
 
+@pytest.mark.parametrize("then", ["a new turn", "the last turn grows"])
+def test_a_purged_sessions_turns_never_come_back_as_its_file_grows(
+    hs: HS, tmp_path: Path, store_path: Path, then: str
+) -> None:
+    """The file's next import reads its last turn again (from the queue lines
+    before its prompt): the same turn, maybe grown into another object; it is
+    skipped as purged, by its session and turn id. A new turn is new."""
+    src = tmp_path / "projects"
+    shutil.copytree(DEMO, src)
+    path = next(src.rglob(f"{DEMO_SESSION}.jsonl"))
+    lines = path.read_text().splitlines(keepends=True)
+    last = next(i for i, ln in enumerate(lines) if "Check what the OWASP" in ln)
+    queue = {"type": "queue-operation", "timestamp": "2026-11-03T15:59:59.000Z"}
+    queued = [
+        json.dumps({**queue, "operation": "enqueue", "sessionId": DEMO_SESSION}) + "\n",
+        json.dumps({**queue, "operation": "dequeue", "sessionId": DEMO_SESSION}) + "\n",
+    ]
+    path.write_text("".join(lines[:last] + queued + lines[last:]))
+    _ok(hs("init"))
+    _ok(hs("import", str(src)))
+    _ok(hs("purge", DEMO_SESSION, "--confirm", DEMO_SESSION))
+    tail = json.loads(lines[-1])
+    more = {**tail, "parentUuid": tail["uuid"], "uuid": "7baa50aa-0000-4000-8000-00000000aaaa"}
+    more["timestamp"] = "2026-11-03T16:30:00.000Z"
+    more["message"] = {
+        **tail["message"],
+        "id": "msg_more",
+        "content": [{"type": "text", "text": "And one more thing on the OWASP guidance."}],
+    }
+    added = [json.dumps(more) + "\n"]
+    if then == "a new turn":
+        prompt = json.loads(lines[last])
+        added = [
+            json.dumps(
+                {
+                    **prompt,
+                    "uuid": "b75768f3-0000-4000-8000-00000000bbbb",
+                    "parentUuid": tail["uuid"],
+                    "timestamp": "2026-11-03T16:20:00.000Z",
+                    "message": {"role": "user", "content": "A brand new question"},
+                }
+            )
+            + "\n"
+        ]
+    with path.open("a") as f:
+        f.writelines(added)
+    r = hs("import", str(src))
+    assert r.exit_code == 0, r.stderr
+    assert "purged (not stored again)" in r.stdout
+    shown = hs("log", "--oneline").stdout
+    assert "OWASP" not in shown and "login_user" not in shown
+    assert ("A brand new question" in shown) is (then == "a new turn")
+
+
 def test_a_text_purge_rewrites_a_resume_state_and_an_import_brings_it_not_back(
     hs: HS, tmp_path: Path, store_path: Path
 ) -> None:
@@ -502,6 +556,34 @@ def test_a_text_purge_takes_the_text_out_of_the_memory_folder_too(
     assert "@" in r.stdout.splitlines()[0] and r.stdout.splitlines()[0].endswith(
         " (purged: its content is gone)"
     )
+
+
+def test_a_later_purge_never_overwrites_an_edit_of_an_earlier_ones_placeholder(
+    hs: HS, tmp_path: Path
+) -> None:
+    """Only the files the purge being completed rewrote are read as given with
+    its text: a placeholder an earlier purge left, edited since (not yet
+    recorded), is an edit, and no edit is ever overwritten."""
+    mdir = tmp_path / "memory"
+    mdir.mkdir()
+    note = "---\nname: {0}\ndescription: about {0}\ntype: reference\n---\n\n{1}\n"
+    (mdir / "reference_one.md").write_text(note.format("One", f"key at {MARK}"))
+    (mdir / "reference_two.md").write_text(note.format("Two", "token at QWERTY-99881"))
+    (mdir / "MEMORY.md").write_text(
+        "- [One](reference_one.md) — about One\n- [Two](reference_two.md) — about Two\n"
+    )
+    _ok(hs("init"))
+    _ok(hs("memory", "dir", "--set", str(mdir)))
+    _ok(hs("memory", "snapshot"))
+    _ok(hs("purge", "--text", MARK, "--confirm", MARK))
+    one = (mdir / "reference_one.md").read_text()
+    assert "[REDACTED:purged]" in one
+    edited = one.replace("[REDACTED:purged]", "vault://deploy-key-new")
+    (mdir / "reference_one.md").write_text(edited)
+    r = hs("purge", "--text", "QWERTY-99881", "--confirm", "QWERTY-99881")
+    assert r.exit_code == 0, r.stderr
+    assert "has edits not recorded: left as it is" in r.stdout
+    assert (mdir / "reference_one.md").read_text() == edited
 
 
 def test_redact_lists_then_applies_the_current_rules_and_patterns(

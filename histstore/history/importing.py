@@ -59,6 +59,7 @@ from histstore.store.kinds import (
 )
 from histstore.store.objectstore import Batch
 from histstore.store.oplog import Operation, RefChange
+from histstore.store.purged import purged_turns
 from histstore.store.refs import check_component
 from histstore.store.store import SESSION_PREFIX, Store
 
@@ -218,6 +219,9 @@ class Importer:
         self._known: OrderedDict[str, dict[str, str]] = OrderedDict()
         #: what purges removed, as the import began (read again under the lock)
         self._purged = store.purged_ids()
+        #: (session, turn id) of every turn a purge named: read again, grown
+        #: or not (another object then), it is still the purged turn
+        self._purged_turns = purged_turns(store)
 
     def _known_turns(self, session_id: str) -> dict[str, str]:
         known = self._known.get(session_id)
@@ -291,7 +295,11 @@ class Importer:
             return
         object_id = hash_object("turn", payload)
         purged = self._purged
-        if object_id in purged or any(blob_id in purged for _, _, blob_id in blobs):
+        if (
+            object_id in purged
+            or (sid, tid) in self._purged_turns
+            or any(blob_id in purged for _, _, blob_id in blobs)
+        ):
             self.report.turns_purged += 1  # a purge removed it (or a blob of it) for good
             return
         if isinstance(turn.get("source"), dict):
@@ -390,8 +398,9 @@ class Importer:
         with store.lock():
             changes: list[RefChange] = []
             purged = store.purged_ids()  # as of now: a purge may have run meanwhile
+            named = purged_turns(store) if purged != self._purged else self._purged_turns
             for sid, w in self.work.items():
-                gone = [t for t, e in w.turns.items() if e.object in purged]
+                gone = [t for t, e in w.turns.items() if e.object in purged or (sid, t) in named]
                 for t in gone:
                     del w.turns[t]
                     self.report.turns_purged += 1

@@ -423,17 +423,19 @@ def same_files(store: Store, files: dict[str, bytes], tree: dict[str, str]) -> b
 
 
 def _purged_as_given(
-    store: Store, files: dict[str, bytes], tree: dict[str, str]
+    store: Store, files: dict[str, bytes], tree: dict[str, str], rewritten: frozenset[str]
 ) -> dict[str, bytes]:
-    """``files`` with each one that is ``tree``'s file but for a text a purge
+    """``files`` with each one that is ``tree``'s file as the purge being
+    completed rewrote it (its blob in ``rewritten``) but for the text it
     replaced (``[REDACTED:purged]`` there, one same text of 6 characters or
     more here at every place) taken as ``tree``'s: the folder holds what it
-    was given, before the purge rewrote it, so it follows."""
+    was given, before the purge rewrote it, so it follows. Only that purge's
+    files: a placeholder an earlier purge left, edited since, is an edit."""
     out = dict(files)
     mark = PLACEHOLDER.encode("ascii")
     for f, data in files.items():
         blob = tree.get(f)
-        if blob is None or hash_object("blob", data) == blob:
+        if blob is None or blob not in rewritten or hash_object("blob", data) == blob:
             continue
         given = store.get_blob(blob)
         if mark not in given:
@@ -446,13 +448,21 @@ def _purged_as_given(
     return out
 
 
-def follow(store: Store, scope: Scope, old_rev: str | None, new_rev: str | None) -> str | None:
+def follow(
+    store: Store,
+    scope: Scope,
+    old_rev: str | None,
+    new_rev: str | None,
+    *,
+    rewritten: frozenset[str] = frozenset(),
+) -> str | None:
     """After a sync moved a scope's ref from ``old_rev`` to ``new_rev``: bring
     the directory config.toml names for the scope along, as ``git pull`` does a
     clean work tree — only when it still holds exactly what it was last given
     (its base; ``old_rev`` when it has none): no edit is ever overwritten, and
     an excluded note's text is never written. Returns what happened, for the
-    person, or None when the scope has no directory here."""
+    person, or None when the scope has no directory here. ``rewritten``: the
+    blobs a purge being completed wrote in place of others (a text purge)."""
     key = SYSTEM if scope.project is None else scope.project
     if key not in configured_dirs(store):
         return None
@@ -466,9 +476,8 @@ def follow(store: Store, scope: Scope, old_rev: str | None, new_rev: str | None)
         withheld = set(b.withheld if b is not None else ())
         folder = read_files(mdir.path)
         base_tree = load_tree(store, load_revision(store, base).tree) if base else {}
-        recorded = _purged_as_given(
-            store, as_recorded(store, folder, base_tree, withheld), base_tree
-        )
+        recorded = as_recorded(store, folder, base_tree, withheld)
+        recorded = _purged_as_given(store, recorded, base_tree, rewritten)
         if not same_files(store, recorded, base_tree):
             return (
                 f"{mdir.path} has edits not recorded: left as it is; `hs memory snapshot` "

@@ -18,10 +18,17 @@ from histstore.store.oplog import RefChange
 from histstore.store.store import Store
 
 
-def follow_memory(store: Store, changes: list[RefChange], *, late: bool = True) -> list[str]:
+def follow_memory(
+    store: Store,
+    changes: list[RefChange],
+    *,
+    late: bool = True,
+    rewritten: frozenset[str] = frozenset(),
+) -> list[str]:
     """Bring the memory folders along after ``changes`` moved this store's refs;
     ``late``: and every folder still behind its scope's revision (a push into
-    this store never writes a folder)."""
+    this store never writes a folder); ``rewritten``: the blobs a purge being
+    completed wrote in place of others (histstore.memory.folders.follow)."""
     out = []
     moved = set()
     for c in changes:
@@ -31,7 +38,7 @@ def follow_memory(store: Store, changes: list[RefChange], *, late: bool = True) 
         moved.add(scope_id)
         try:
             scope = Scope(scope_id, load_revision(store, c.new).project)
-            said = follow(store, scope, c.old, c.new)
+            said = follow(store, scope, c.old, c.new, rewritten=rewritten)
         except HistError as e:
             said = f"{scope_id} memory directory not updated: {e.message}"
         if said:

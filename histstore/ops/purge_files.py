@@ -172,20 +172,31 @@ def read_only(path: Path) -> sqlite3.Connection:
     )
 
 
+#: the resume-state fields that hold a session's title (Claude Code's
+#: summary and ai-title, Codex's thread name): text of the session itself
+_TITLE_KEYS = ("summary_title", "ai_title", "title")
+
+
 def session_states(store: Store, turns: set[str]) -> dict[str, str]:
-    """The resume states of the files that held ``turns`` (a session purge's):
-    emptied. What an import left there is the purged session's own (its
-    title, its directory); the file is not read again (its turns are
-    purged), and a later read of what it grows starts afresh."""
+    """The resume states of the files that held ``turns`` (a session purge's)
+    without the session's title. The rest stays as it is (where the last
+    turn's lines begin, the directory): a later import reads that turn again
+    as it read it before, and skips it as purged."""
     path = store.root / "local" / SOURCES_NAME
     if not path.exists() or not turns:
         return {}
     out: dict[str, str] = {}
     conn = read_only(path)
     try:
-        for p, obj in conn.execute("SELECT path, object FROM turns"):
-            if obj in turns:
-                out[path_key(str(p))] = "{}"
+        held = {str(p) for p, obj in conn.execute("SELECT path, object FROM turns") if obj in turns}
+        for p, state in conn.execute("SELECT path, resume_state FROM files"):
+            if str(p) not in held:
+                continue
+            with contextlib.suppress(ValueError, TypeError):
+                d = json.loads(str(state))
+                if isinstance(d, dict) and any(d.get(k) is not None for k in _TITLE_KEYS):
+                    d.update({k: None for k in _TITLE_KEYS if k in d})
+                    out[path_key(str(p))] = json.dumps(d, sort_keys=True)
     except sqlite3.DatabaseError:
         return {}
     finally:

@@ -30,7 +30,7 @@ import blake3
 from histstore.errors import CorruptStore, NotFound, PurgedObject
 from histstore.store.codec import canonical_json, decode_json, is_object_id
 from histstore.store.fsutil import atomic_write, fsync_dir, version
-from histstore.store.kinds import MemRev, MemTree
+from histstore.store.kinds import TURN_SEPARATOR, MemRev, MemTree
 
 if TYPE_CHECKING:
     from histstore.store.store import Store
@@ -233,6 +233,8 @@ def shows_purged(store: Store, object_id: str) -> bool:
     refs log still named, which the purge moved no ref off: an undo would
     bring it back), or the tree or a file of the memory revision it is. A
     ref must never point so (hs undo and update-ref refuse, fsck reports it)."""
+    if not store.purged_ids():
+        return False  # nothing was ever purged: no session need be read
     if store.is_purged(object_id):
         return True
     try:
@@ -250,3 +252,20 @@ def shows_purged(store: Store, object_id: str) -> bool:
     except NotFound:  # gone another way (gc): not this check's to say
         return False
     return False
+
+
+def purged_turns(store: Store) -> frozenset[tuple[str, str]]:
+    """(session id, turn id) of every turn a session's or a turn's purge
+    removed: an import that reads one again skips it, whatever object it
+    would now be (the turn grew, or is read with other lines)."""
+    out: set[tuple[str, str]] = set()
+    for e in store.purges.entries():
+        if e.target is None:
+            continue
+        if e.what == "session":
+            out.update((e.target, t) for t in e.turns)
+        elif e.what == "turn":
+            session, sep, turn = e.target.partition(TURN_SEPARATOR)
+            if sep:
+                out.add((session, turn))
+    return frozenset(out)
