@@ -17,6 +17,7 @@ import tomli_w
 from helpers import HS, turn_record, write_turns
 
 from histstore.ops import gc as gcmod
+from histstore.ops import gc_plan
 from histstore.ops.fsck import fsck
 from histstore.store.codec import hash_object
 from histstore.store.objectstore import DiskObjectStore
@@ -49,6 +50,10 @@ def _files(store_path: Path) -> dict[str, int]:
             p = Path(dirpath) / f
             out[str(p.relative_to(store_path))] = p.stat().st_mtime_ns
     return out
+
+
+def _files_named(store_path: Path) -> set[str]:
+    return {Path(f).name for f in _files(store_path)}
 
 
 def _log(hs: HS) -> list[Any]:
@@ -253,7 +258,7 @@ def test_gc_is_geometric_a_daily_run_leaves_the_big_pack(
         # stay few however many days go by
         assert big in _pack_names(store_path)
         sizes = sorted(p.stat().st_size for p in (store_path / "objects" / "pack").glob("*.pack"))
-        assert all(b >= gcmod.FACTOR * a for a, b in itertools.pairwise(sizes)), sizes
+        assert all(b >= gc_plan.FACTOR * a for a, b in itertools.pairwise(sizes)), sizes
         # several packs: one multi-pack index over them all
         midx = DiskObjectStore(store_path / "objects").multi_pack_index()
         names = sorted(n.removesuffix(".pack") for n in _pack_names(store_path))
@@ -268,14 +273,14 @@ def test_gc_is_geometric_a_daily_run_leaves_the_big_pack(
 
 
 def test_geometric_split() -> None:
-    assert gcmod.geometric_split([], 0) == 0
-    assert gcmod.geometric_split([100], 10) == 0
-    assert gcmod.geometric_split([100], 60) == 1  # 60 + 100 is not half of nothing
-    assert gcmod.geometric_split([10, 20, 400], 1) == 0  # already a progression
-    assert gcmod.geometric_split([10, 15, 400], 1) == 2
-    assert gcmod.geometric_split([50, 60, 400, 1000], 5) == 2
-    assert gcmod.geometric_split([30, 400, 1000], 20) == 1  # the new pack joins the first
-    assert gcmod.geometric_split([1, 1, 1, 1], 1) == 4
+    assert gc_plan.geometric_split([], 0) == 0
+    assert gc_plan.geometric_split([100], 10) == 0
+    assert gc_plan.geometric_split([100], 60) == 1  # 60 + 100 is not half of nothing
+    assert gc_plan.geometric_split([10, 20, 400], 1) == 0  # already a progression
+    assert gc_plan.geometric_split([10, 15, 400], 1) == 2
+    assert gc_plan.geometric_split([50, 60, 400, 1000], 5) == 2
+    assert gc_plan.geometric_split([30, 400, 1000], 20) == 1  # the new pack joins the first
+    assert gc_plan.geometric_split([1, 1, 1, 1], 1) == 4
 
 
 def test_a_reader_in_a_loop_during_gc_never_fails(hs: HS, store_path: Path, tmp_path: Path) -> None:
@@ -391,13 +396,15 @@ def test_gc_stops_on_an_unreadable_object_and_removes_nothing(hs: HS, store_path
     assert _files(store_path) == files
 
 
-@pytest.mark.parametrize("where", ["loose", "pack"])
-def test_a_damaged_copy_in_a_kept_pack_stops_gc_before_the_good_copy_goes(
+@pytest.mark.parametrize("where", ["loose", "pack", "nowhere"])
+def test_a_damaged_copy_in_a_kept_pack_is_healed_never_left_alone(
     hs: HS, store_path: Path, tmp_path: Path, where: str
 ) -> None:
     """A blob gc never reads (it names nothing) held twice: whole in a loose
-    file or a small pack, damaged in the big pack gc keeps. The other copy is
-    all that is left of it: gc stops (exit 7) and removes nothing."""
+    file or a small pack, damaged in the big pack gc would keep. The whole
+    copy is all that is left of it: reads fall back on it, and gc rewrites
+    the big pack with it instead of removing it. Both copies damaged: gc
+    stops (exit 7) and removes nothing."""
     hs("init")
     _imported(hs, tmp_path)
     raw = {"raw": ['{"the": "record as the agent wrote it"}']}
@@ -409,6 +416,8 @@ def test_a_damaged_copy_in_a_kept_pack_stops_gc_before_the_good_copy_goes(
     (big,) = objects.packs()
     objects._loose_path(blob).parent.mkdir(parents=True, exist_ok=True)
     objects._loose_path(blob).write_bytes(saved)
+    if where == "nowhere":  # the loose copy damaged too
+        objects._loose_path(blob).write_bytes(saved[:-3] + bytes(3))
     if where == "pack":  # the whole copy in a small pack, which a daily gc rolls up
         for i in range(40):
             hs("plumbing", "hash-object", "-w", "-t", "blob", "-", input=f"filler {i} " * 50)
@@ -423,10 +432,17 @@ def test_a_damaged_copy_in_a_kept_pack_stops_gc_before_the_good_copy_goes(
     _age_all(store_path)  # no file is fresh: the blob is reached, never read
     files = _files(store_path)
     r = hs("gc")
-    assert (r.exit_code, r.stdout) == (7, ""), r.stderr
-    assert r.stderr.startswith(f"hs: error: gc stopped: object {blob} cannot be read (its copy in ")
-    assert r.stderr.endswith("; hint: run `hs fsck` (and `hs fsck --repair`); gc removed nothing\n")
-    assert _files(store_path) == files
+    if where == "nowhere":
+        assert (r.exit_code, r.stdout) == (7, ""), r.stderr
+        assert r.stderr.startswith(f"hs: error: gc stopped: object {blob} cannot be read (")
+        assert r.stderr.endswith("; gc removed nothing\n")
+        assert _files(store_path) == files
+        return
+    assert r.exit_code == 0, r.stderr
+    assert big.pack_path.name not in _files_named(store_path)  # rewritten away
+    _clean(store_path)
+    r = hs("plumbing", "cat-object", "--raw", blob)
+    assert r.exit_code == 0 and r.stdout_bytes == objects.codec.decode(blob, saved, None)[1]
 
 
 def test_a_forgotten_turn_stays_hidden_once_gc_packed_the_refs(hs: HS, store_path: Path) -> None:

@@ -39,7 +39,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from histstore.errors import BadInput, CorruptObject, CorruptStore, NotFound
+from histstore.errors import BadInput, CorruptObject, NotFound
+from histstore.ops.gc_plan import Plan, check_relied, mtime_of, plan, size_of, unreadable
 from histstore.recall.index import compact as compact_index
 from histstore.store import packs, repack
 from histstore.store.codec import is_object_id
@@ -52,12 +53,8 @@ from histstore.store.store import Store
 RETENTION_DAYS = 90
 GRACE_SECONDS = 3600
 AUTO_LOOSE = 1000
-#: a kept pack with at least this share of garbage is rewritten
-GARBAGE_SHARE = 0.25
 #: seconds by which a file's mtime may lag the clock gc reads
 MTIME_SLACK = 2.0
-#: the geometric factor: a kept pack is at least this many times the next smaller
-FACTOR = 2
 
 
 @dataclass(frozen=True)
@@ -210,14 +207,14 @@ def mark(
         seen.add(object_id)
         if kinds.get(object_id) == "blob":
             if not store.objects.has(object_id):
-                raise _unreadable(object_id, "it is missing", who)
+                raise unreadable(object_id, "it is missing", who)
             continue
         try:
             obj = parse(object_id, *store.objects.get(object_id))
         except NotFound:
-            raise _unreadable(object_id, "it is missing", who) from None
+            raise unreadable(object_id, "it is missing", who) from None
         except CorruptObject as e:
-            raise _unreadable(object_id, e.reason, who) from None
+            raise unreadable(object_id, e.reason, who) from None
         for ref in obj.refs():
             if ref.id not in seen and ref.id not in purged:
                 kinds[ref.id] = ref.kind
@@ -227,160 +224,8 @@ def mark(
     return seen
 
 
-def _unreadable(object_id: str, why: str, who: str = "gc") -> CorruptStore:
-    done = "gc" if who == "gc" else f"the {who}"
-    return CorruptStore(
-        f"{who} stopped: object {object_id} cannot be read ({why}), so what it reaches is unknown",
-        hint=f"run `hs fsck` (and `hs fsck --repair`); {done} removed nothing",
-    )
-
-
-def _mtime(path: Path) -> float | None:
-    try:
-        return path.stat().st_mtime
-    except FileNotFoundError:
-        return None
-
-
-@dataclass
-class Plan:
-    """What a gc would do: the packs to rewrite (the rest stay), the loose
-    objects, and which of their objects the new pack keeps."""
-
-    rewrite: list[Pack]
-    kept_packs: list[Pack]
-    loose: list[str]
-    keep: set[str]
-    drop: int
-    made: float  # when the plan was made: a file touched since is checked again
-    #: packs some object of which goes (a purged one aside)
-    dropped_from: set[str] = field(default_factory=set)
-    #: objects a file that goes holds whose copy in a kept pack is the one left
-    relied: set[str] = field(default_factory=set)
-    #: purged objects stored again that go, however fresh their file
-    purged: set[str] = field(default_factory=set)
-
-
-def geometric_split(sizes: list[int], rolled: int) -> int:
-    """How many of the packs (sizes ascending) to roll up with ``rolled``
-    bytes of loose objects, so the packs left and the new one grow by at
-    least ``FACTOR`` each (git's ``repack --geometric``)."""
-    n = len(sizes)
-    split = 0
-    # from the largest down, the longest run that already is a progression
-    for i in range(n - 1, 0, -1):
-        if sizes[i] < FACTOR * sizes[i - 1]:
-            split = i
-            break
-    total = rolled + sum(sizes[:split])
-    while split < n and sizes[split] < FACTOR * total:
-        total += sizes[split]
-        split += 1
-    return split
-
-
-def plan(
-    objects: DiskObjectStore,
-    reachable: set[str],
-    *,
-    threshold: float,
-    made: float,
-    full: bool,
-    prune: bool,
-    purged: frozenset[str] = frozenset(),
-) -> Plan:
-    """Which packs to rewrite and what the new pack keeps: whatever is reachable
-    or in a file touched after ``threshold`` (everything, when not pruning)."""
-    packs = sorted(objects.packs(), key=lambda p: (p.pack_path.stat().st_size, p.name))
-    loose = list(objects.iter_loose())
-    in_kept: set[str] = set()
-
-    def fresh(path: Path) -> bool:
-        m = _mtime(path)
-        return m is None or m > threshold
-
-    def wanted(object_id: str, fresh_file: bool) -> bool:
-        if prune and object_id in purged:
-            return False  # written again after its purge (a racing import): it goes
-        return not prune or object_id in reachable or fresh_file
-
-    kept: list[Pack] = []
-    if full:
-        rewrite = packs
-    else:
-        rolled = sum(_size(objects._loose_path(i)) for i in loose)
-        split = geometric_split([p.pack_path.stat().st_size for p in packs], rolled)
-        rewrite = packs[:split]
-        for p in packs[split:]:
-            garbage = 0
-            if prune and purged and any(i in purged for i in p.ids()):
-                rewrite.append(p)  # a purged object stored again goes, however fresh
-                continue
-            if prune and not fresh(p.pack_path):
-                garbage = sum(1 for i in p.ids() if i not in reachable)
-            if p.n and garbage / p.n >= GARBAGE_SHARE:
-                rewrite.append(p)
-            else:
-                kept.append(p)
-    for p in kept:
-        in_kept.update(p.ids())
-    keep: set[str] = set()
-    dropped: set[str] = set()
-    dropped_from: set[str] = set()
-    relied: set[str] = set()
-    for p in rewrite:
-        fresh_pack = fresh(p.pack_path)
-        for i in p.ids():
-            if i in in_kept:
-                relied.add(i)
-                continue
-            if wanted(i, fresh_pack):
-                keep.add(i)
-            else:
-                dropped.add(i)
-                if i not in purged:  # (a purged one goes however fresh its pack)
-                    dropped_from.add(p.name)
-    for i in loose:
-        if i in in_kept:
-            relied.add(i)
-            continue
-        if wanted(i, fresh(objects._loose_path(i))):
-            keep.add(i)
-        else:
-            dropped.add(i)
-    dropped -= keep  # an object two files held, one of them fresh
-    relied -= purged if prune else set()
-    plan = Plan(rewrite, kept, loose, keep, len(dropped), made, dropped_from, relied)
-    plan.purged = (dropped & purged) if prune else set()
-    return plan
-
-
-def check_relied(objects: DiskObjectStore, p: Plan) -> None:
-    """Every object whose other copy goes reads back whole from the kept pack
-    that holds it: a damaged frame there would be all that is left of it, so
-    gc stops before anything goes (the copy about to go may be the good one)."""
-    for object_id in sorted(p.relied):
-        raw = bytes.fromhex(object_id)
-        for pack in p.kept_packs:
-            hit = pack.entry(raw)
-            if hit is None:
-                continue
-            try:
-                objects.codec.decode(object_id, pack.read(raw, *hit), pack.decompressor)
-            except CorruptObject as e:
-                raise _unreadable(object_id, f"its copy in {pack.name}: {e.reason}") from None
-            break
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return 0
-
-
 def _pack_bytes(p: Pack) -> int:
-    return _size(p.pack_path) + _size(p.idx_path)
+    return size_of(p.pack_path) + size_of(p.idx_path)
 
 
 def gc(
@@ -412,7 +257,7 @@ def gc(
         report.packs_before = len(packs_before)
         loose_before = list(objects.iter_loose())
         report.bytes_before = sum(_pack_bytes(p) for p in packs_before) + sum(
-            _size(objects._loose_path(i)) for i in loose_before
+            size_of(objects._loose_path(i)) for i in loose_before
         )
         report.objects_before = objects.count()
         reachable: set[str] = set()
@@ -420,7 +265,7 @@ def gc(
             fresh = _fresh_objects(objects, threshold)
             reachable = mark(store, roots(store, settings, now) | fresh, progress)
             report.reachable = len(reachable)
-        p = plan(
+        p = _plan_healed(
             objects,
             reachable,
             threshold=threshold,
@@ -429,7 +274,6 @@ def gc(
             prune=prune,
             purged=store.purged_ids(),
         )
-        check_relied(objects, p)
         report.pruned = p.drop
         report.loose_packed = sum(1 for i in p.loose if i in p.keep)
         report.packs_rewritten = len(p.rewrite)
@@ -456,9 +300,21 @@ def gc(
     after = objects.packs()
     report.packs_after = len(after)
     report.bytes_after = sum(_pack_bytes(q) for q in after) + sum(
-        _size(objects._loose_path(i)) for i in objects.iter_loose()
+        size_of(objects._loose_path(i)) for i in objects.iter_loose()
     )
     return report
+
+
+def _plan_healed(objects: DiskObjectStore, reachable: set[str], **kw: Any) -> Plan:
+    """:func:`plan`, with every kept pack whose copy of an object the plan
+    relies on is damaged rewritten too, from the whole copy."""
+    heal: frozenset[str] = frozenset()
+    while True:
+        p = plan(objects, reachable, heal=heal, **kw)
+        damaged = check_relied(objects, p)
+        if damaged <= heal:
+            return p
+        heal |= damaged
 
 
 def _fresh_objects(objects: DiskObjectStore, threshold: float) -> set[str]:
@@ -466,11 +322,11 @@ def _fresh_objects(objects: DiskObjectStore, threshold: float) -> set[str]:
     writer's objects and all they name stay until it commits."""
     out: set[str] = set()
     for p in objects.packs():
-        m = _mtime(p.pack_path)
+        m = mtime_of(p.pack_path)
         if m is None or m > threshold:
             out.update(p.ids())
     for i in objects.iter_loose():
-        m = _mtime(objects._loose_path(i))
+        m = mtime_of(objects._loose_path(i))
         if m is None or m > threshold:
             out.add(i)
     return out
@@ -487,7 +343,7 @@ def _estimate(objects: DiskObjectStore, p: Plan) -> int:
         for raw, _, length in pack.entries():
             sizes.setdefault(raw.hex(), length)
     for i in p.loose:
-        sizes.setdefault(i, _size(objects._loose_path(i)))
+        sizes.setdefault(i, size_of(objects._loose_path(i)))
     for i in p.keep:
         total += sizes.get(i, 0)
     return total
@@ -534,7 +390,7 @@ def _swap(
     for old in p.rewrite:
         if written is not None and old.name == written.name:
             continue  # the rewrite gave the same pack back
-        m = _mtime(old.pack_path)
+        m = mtime_of(old.pack_path)
         if not force and old.name in p.dropped_from and m is not None and m > p.made:
             # freshened since the plan: a writer may be about to name an
             # object only this pack holds
@@ -545,7 +401,7 @@ def _swap(
         repack.remove_pack(old)
     gone = []
     for i in p.loose:
-        m = _mtime(objects._loose_path(i))
+        m = mtime_of(objects._loose_path(i))
         if not force and m is not None and m > p.made and i not in p.keep and i not in p.purged:
             report.kept_fresh.append(i)
             continue
@@ -588,7 +444,7 @@ def remove_objects(
 
 
 def _dir_bytes(path: Path) -> int:
-    return sum(_size(Path(d) / name) for d, _, files in os.walk(path) for name in files)
+    return sum(size_of(Path(d) / name) for d, _, files in os.walk(path) for name in files)
 
 
 def loose_estimate(objects: DiskObjectStore) -> int:

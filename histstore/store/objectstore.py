@@ -324,11 +324,32 @@ class DiskObjectStore(ObjectStore):
         check_id(object_id)
         try:
             return self._get(object_id)
-        except (NotFound, CorruptObject):
+        except CorruptObject:
+            whole = self.whole_copy(object_id)  # a damaged frame, a good copy elsewhere
+            if whole is not None:
+                return whole
+            if not self.verify_midx():
+                raise
+        except NotFound:
             if not self.verify_midx():
                 raise
         # a damaged multi-pack index hid the object or pointed at other bytes
         return self._get(object_id)
+
+    def whole_copy(self, object_id: str, *, besides: str | None = None) -> tuple[str, bytes] | None:
+        """The object from any copy of it that reads whole — its loose file,
+        then each pack holding it (but pack ``besides``) — or None: what a
+        read falls back on when the copy the index names is damaged."""
+        with contextlib.suppress(FileNotFoundError, CorruptObject):
+            return self.codec.decode(object_id, self._loose_path(object_id).read_bytes(), None)
+        raw = bytes.fromhex(object_id)
+        for pack in self.packs():
+            hit = pack.entry(raw)
+            if hit is None or pack.name == besides:
+                continue
+            with contextlib.suppress(CorruptObject):
+                return self.codec.decode(object_id, pack.read(raw, *hit), pack.decompressor)
+        return None
 
     def _get(self, object_id: str) -> tuple[str, bytes]:
         found = self._frame(object_id)
