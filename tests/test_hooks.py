@@ -421,3 +421,22 @@ def test_a_refused_install_creates_no_store(hs: HS, store_path: Path) -> None:
     assert (r.exit_code, r.stdout) == (2, "")
     assert r.stderr.startswith(f"hs: error: {config} is not valid TOML (")
     assert not store_path.exists() and not (HOME() / ".codex" / "hooks.json").exists()
+
+
+def test_an_install_the_toml_layout_refuses_creates_no_store(hs: HS, store_path: Path) -> None:
+    """hooks.Stop split around another table: hs's entry cannot be put in
+    without writing the file anew (its comments lost), so the install is
+    refused — before any file is written, the store included."""
+    text = (
+        '[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = "command"\ncommand = "ping"  # mine\n\n'
+        '[foo]\nx = 1\n\n[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = "command"\ncommand = "pong"\n'
+    )
+    config = write(HOME() / ".codex" / "config.toml", text)
+    r = hs("hooks", "install", "codex", "--no-notify")
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr.startswith(
+        f"hs: error: {config}: this change cannot be made without rewriting the file's layout"
+    )
+    assert r.stderr.count("\n") == 1 and "{" not in r.stderr
+    assert config.read_text() == text
+    assert not store_path.exists() and not (HOME() / ".codex" / "hooks.json").exists()

@@ -321,6 +321,23 @@ def update_json_many(
     return rewrite(path, "JSON", change)
 
 
+def check_many(path: Path, fmt: str, changes: list[tuple[Keys, Update]]) -> None:
+    """Refuse now (BadInput), writing nothing, what :func:`update_json_many`
+    or :func:`update_toml_many` (``fmt`` "json" or "toml") would refuse on
+    the file as it is: so a command that changes several files changes none
+    when one would refuse."""
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    old = _read(target)
+    what = fmt.upper()
+    try:
+        text = "" if old is None else old.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _invalid(target, what, "it is not UTF-8 text") from None
+    step = _json_change if fmt == "json" else _toml_change
+    for keys, fn in changes:
+        text = step(path, text, keys, fn, True)
+
+
 def set_json(path: Path, keys: Keys, value: Any) -> Change:
     """Set ``keys`` to ``value`` in a JSON file."""
     return update_json(path, keys, lambda _: value)
@@ -408,9 +425,8 @@ def _toml_change(path: Path, text: str, keys: Keys, fn: Update, prune: bool) -> 
         raise BadInput(
             f"{path}: this change cannot be made without rewriting the file's layout "
             "(its comments would be lost): nothing changed",
-            hint=f"make it by hand: {'.'.join(keys)} = {json.dumps(value)}"
-            if not delete
-            else f"make it by hand: remove {'.'.join(keys)}",
+            hint=f"{'remove' if delete else 'change'} {'.'.join(keys)} by hand, or move the "
+            f"file's {'.'.join(keys[:-1]) or keys[0]} tables together, then run it again",
         )
     return str(out)
 

@@ -272,34 +272,10 @@ def _add(
 
 def _check(w: _Write) -> None:
     """Refuse now (BadInput) what the write would refuse, so a refused install
-    or uninstall writes no file at all: a file that is not UTF-8 JSON or TOML,
-    a key path through something other than tables, a change its function
-    refuses (the functions are pure: run again on the file when it is written)."""
-    data = w.path.read_bytes() if w.path.exists() else None
-    doc: Any = {}
-    why = None
-    if data is not None:
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            why = "it is not UTF-8 text"
-        else:  # BadInput when it does not parse
-            doc = (settings.read_json if w.format == "json" else settings.read_toml)(w.path, ())
-    if why is None and not isinstance(doc, dict):
-        why = "its top level is not a table of settings"
-    if why is not None:
-        raise BadInput(
-            f"{w.path} is not valid {w.format.upper()} ({why}): nothing changed",
-            hint="fix the file or move it away, then run the command again",
-        )
-    for keys, fn in w.changes:
-        for i in range(1, len(keys)):
-            if not isinstance(settings.get(doc, keys[:i], {}), dict):
-                raise BadInput(
-                    f"{w.path}: {'.'.join(keys[:i])} is not a table: nothing changed",
-                    hint="fix the file, then run the command again",
-                )
-        fn(settings.get(doc, keys, settings.MISSING))
+    or uninstall writes no file at all (nor creates the store): the changes
+    computed on the file as it is, nothing written (the functions are pure:
+    run again on the file when it is written)."""
+    settings.check_many(w.path, w.format, w.changes)
 
 
 def _write(w: _Write) -> settings.Change:
