@@ -931,6 +931,8 @@ def test_a_write_never_shows_an_excluded_notes_text(hs: HS, mem: Path) -> None:
         "- [Secret](project%5Fsecret.md) — codename BLUEFOX\n",
         '- [Secret](project_secret.md "the plan") — codename BLUEFOX\n',
         "- Secret: codename BLUEFOX, in project_secret.md\n",  # its name written out
+        "- Secret: codename BLUEFOX, see **project_secret.md**.\n",  # in emphasis
+        "- Secret: codename BLUEFOX, see _PROJECT_SECRET.md_\n",  # in capitals
     ],
 )
 def test_an_excluded_notes_index_line_is_dropped_however_it_reads(

@@ -259,7 +259,7 @@ _LINK_RE = re.compile(r"\]\(([^)]+)\)")
 
 
 #: a file name a line may mention, link or not (``user_x.md``)
-_FILE_RE = re.compile(r"[^\s\[\]()<>/\\\"'`]+\.md\b", re.IGNORECASE)
+_FILE_RE = re.compile(r"[^\s\[\]()<>/\\\"'`*]+\.md(?![A-Za-z0-9]|\.[A-Za-z0-9])", re.I)
 
 
 def link_target(raw: str) -> str:
@@ -303,7 +303,11 @@ def _names_any(line: str, names: Callable[[str], bool]) -> bool:
         return True
     if any(names(link_target(t)) for t in _LINK_RE.findall(line)):
         return True
-    return any(names(t) for t in _FILE_RE.findall(unquote(line)))
+    for t in _FILE_RE.findall(unquote(line)):
+        t = t.strip("_~")  # emphasis around it
+        if names(t) or names(t.lower()):
+            return True
+    return False
 
 
 def split_index(data: bytes, withheld: set[str]) -> tuple[list[str], list[str]]:
