@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import tomllib
 from collections.abc import Callable, Iterator
@@ -150,10 +151,8 @@ def upgrade(
     return report
 
 
-def _remote_prefix(head: str) -> bool:
-    """Whether ``head`` is ``remotes/<name>/``: a tracking ref's prefix."""
-    parts = head.split("/")
-    return len(parts) == 3 and parts[0] == "remotes" and bool(parts[1]) and parts[2] == ""
+#: an overlay ref, or a remote's tracking ref of one: (remotes/<r>/)?overlay/<name>
+_OVERLAY_REF = re.compile(r"(remotes/[^/]+/)?overlay/(.+)")
 
 
 class _Builder:
@@ -358,15 +357,13 @@ class _Builder:
     def ref_name(self, name: str, new_value: str) -> str:
         """A turn's overlay ref is named ``<session>~<turn>`` in format 2, and
         so is a remote's tracking ref of one (``remotes/<r>/overlay/…``)."""
-        head, sep, inner = name.partition("overlay/")
-        if not sep or (head and not _remote_prefix(head)):
-            return name
-        if TURN_SEPARATOR in inner:
+        m = _OVERLAY_REF.fullmatch(name)
+        if m is None or TURN_SEPARATOR in m.group(2):
             return name
         assert self.new is not None
         d = json.loads(self.new.objects.get(new_value)[1])
-        if d.get("target_kind") == "turn" and inner == d["target"]:
-            return f"{head}overlay/{d['session']}{TURN_SEPARATOR}{d['target']}"
+        if d.get("target_kind") == "turn" and m.group(2) == d["target"]:
+            return f"{m.group(1) or ''}overlay/{d['session']}{TURN_SEPARATOR}{d['target']}"
         return name
 
     # --------------------------------------------------------------- build
