@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from histstore.errors import BadInput
 from histstore.history.reading import check_agent
 from histstore.recall.index import recall
-from histstore.recall.query import UNTRUSTED_LABEL, RecallResult
+from histstore.recall.query import UNTRUSTED_LABEL, RecallResult, as_text
 from histstore.store.store import Store
 
 if TYPE_CHECKING:
@@ -90,7 +90,14 @@ def answer(
         from histstore.memory.prompt import search_notes
 
         notes = search_notes(store, terms, res.scope, everywhere=res.scope is None)
-    return Answer(text, res, notes, agent, session)
+    # what the answer says back is what was searched: odd bytes as the store spells them
+    return Answer(
+        as_text(text),
+        res,
+        notes,
+        as_text(agent) if agent else agent,
+        as_text(session) if session else session,
+    )
 
 
 @dataclass(frozen=True)
