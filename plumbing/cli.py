@@ -62,14 +62,9 @@ def hash_object_cmd(
     if write:
         store = open_store(ctx)
         # what is written is redacted first, like everything else the store keeps
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
-        if text is not None:
-            clean = store.redactor(text).encode("utf-8")
-            redacted = clean != data
-            data = canonical_json(json.loads(clean)) if kind != "blob" else clean
+        clean = store.redactor.redact_bytes(data)
+        redacted = clean != data
+        data = canonical_json(json.loads(clean)) if kind != "blob" else clean
         object_id = store.objects.put(kind, data)
     else:
         object_id = hash_object(kind, data)

@@ -504,6 +504,40 @@ def test_a_memory_secret_is_redacted_before_it_is_hashed(
     assert secret not in shown and "key " in shown
 
 
+def test_a_note_that_is_not_utf8_keeps_no_secret_either(
+    hs: HS, mem: Path, store_path: Path
+) -> None:
+    """One odd byte made the whole note 'not text': it was stored as it was,
+    secret and all. Its bytes are read one character per byte now: every
+    byte kept but the secret's."""
+    import leaks
+
+    secret = "sk-ant-api03-" + "B" * 90
+    data = f"---\nname: Keys\ndescription: caf\xe9 keys\ntype: reference\n---\nkey {secret}\n"
+    (mem / "reference_keys.md").write_bytes(data.encode("latin-1"))
+    (mem / "MEMORY.md").write_text("- [Keys](reference_keys.md) — caf keys\n")
+    r = hs("memory", "snapshot")
+    assert r.exit_code == 0, r.stderr
+    assert leaks.scan(store_path, leaks.Finder([secret])) == {}
+    assert (mem / "reference_keys.md").read_bytes() == data.encode("latin-1")  # the folder's own
+
+
+def test_a_note_whose_file_name_holds_a_secret_is_refused(
+    hs: HS, mem: Path, store_path: Path
+) -> None:
+    secret = "ghp_" + "C1d2" * 9
+    (mem / f"reference_x-{secret}.md").write_text("a note\n")
+    r = hs("memory", "snapshot")
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == (
+        "hs: error: memory file name 'reference_x-[REDACTED:github-token].md' holds a secret: "
+        "nothing was recorded; hint: rename the file, then record the folder again\n"
+    )
+    import leaks
+
+    assert leaks.scan(store_path, leaks.Finder([secret])) == {}
+
+
 # ------------------------------------------------------------- directories
 
 

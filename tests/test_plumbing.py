@@ -31,6 +31,22 @@ def test_hash_object_without_and_with_write(hs: HS, tmp_path: Path) -> None:
     assert r.stdout == "abc"
 
 
+def test_hash_object_w_redacts_bytes_that_are_not_utf8_too(
+    hs: HS, tmp_path: Path, store_path: Path
+) -> None:
+    import leaks
+
+    hs("init")
+    secret = "ghp_" + "C1d2" * 9
+    f = tmp_path / "odd"
+    f.write_bytes(b"caf\xe9 " + secret.encode() + b" \xff")
+    out = hs.json_lines("plumbing", "hash-object", "-w", str(f))[0]
+    assert out["written"] is True and out["redacted"] is True
+    r = hs("plumbing", "cat-object", "--raw", out["id"])
+    assert r.stdout_bytes == b"caf\xe9 [REDACTED:github-token] \xff"
+    assert leaks.scan(store_path, leaks.Finder([secret])) == {}
+
+
 def test_hash_object_json_kinds_are_canonicalised(hs: HS) -> None:
     hs("init")
     a = hs.json_lines("plumbing", "hash-object", "-t", "turn", "-", input='{"b": 1, "a": 2}')[0]

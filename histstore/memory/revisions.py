@@ -84,6 +84,16 @@ def history(store: Store, rev_id: str | None) -> Iterator[Revision]:
 
 
 def put_tree(store: Store, files: dict[str, bytes]) -> str:
+    """The tree of a folder's files, each blob redacted. A file name that
+    holds a secret is refused (BadInput): the name is the tree's key and the
+    folder's file, which a redacted key would no longer match."""
+    for name in files:
+        shown = store.redactor(name)
+        if shown != name:
+            raise BadInput(
+                f"memory file name {shown!r} holds a secret: nothing was recorded",
+                hint="rename the file, then record the folder again",
+            )
     ids = {name: store.objects.put("blob", redacted(store, data)) for name, data in files.items()}
     return store.objects.put("memtree", canonical_json({"files": ids}))
 

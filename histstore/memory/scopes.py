@@ -247,12 +247,9 @@ def read_regular(path: Path, limit: int = memrules.MAX_NOTE_BYTES) -> bytes | No
 
 
 def redacted(store: Store, data: bytes) -> bytes:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data  # not text: kept as it is (hs memory check refuses it)
-    clean = store.redactor(text)
-    return data if clean == text else clean.encode("utf-8")
+    """A memory file's bytes as the store keeps them: redacted, also when they
+    are not UTF-8 (hs memory check refuses such a file; a snapshot keeps it)."""
+    return store.redactor.redact_bytes(data)
 
 
 _LINK_RE = re.compile(r"\]\(([^)]+)\)")

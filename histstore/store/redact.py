@@ -450,6 +450,20 @@ class Redactor:
         """``text`` with every secret replaced (``text`` itself when it has none)."""
         return self.redact_parsed(text)[0]
 
+    def redact_bytes(self, data: bytes) -> bytes:
+        """``data`` with every secret replaced (``data`` itself when it has
+        none). Bytes that are not UTF-8 are read one character per byte
+        (Latin-1) and written back so: every byte is kept but the secrets',
+        which are ASCII (a file with one odd byte keeps no secret either)."""
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raw = data.decode("latin-1")
+            clean = self(raw)
+            return data if clean == raw else clean.encode("latin-1", "replace")
+        clean = self(text)
+        return data if clean == text else clean.encode("utf-8")
+
     def redact_parsed(self, text: str) -> tuple[str, Any]:
         """``text`` redacted, and its JSON value when redacting it parsed it and
         nothing changed it after (else a sentinel that is no JSON value)."""
