@@ -1235,3 +1235,28 @@ def test_a_push_leaves_the_index_caught_up_by_its_meta_alone(
     assert after["stale"] is False and after["applied_op"] != before["applied_op"]
     r = hs("-C", str(a), "fsck")
     assert r.exit_code == 0 and "behind" not in r.stdout + r.stderr
+
+
+def test_a_remote_named_by_a_secret_is_refused_and_the_log_keeps_no_secret(
+    tmp_path: Path,
+) -> None:
+    """A remote's name names refs (remotes/<name>/…), which are never redacted:
+    one that holds a secret is refused. What an operation says of itself in
+    the refs log (a remote's name, a memory folder) is redacted like its
+    command line."""
+    import leaks
+
+    hs, a, _b = cli(tmp_path)
+    secret = "AKIA" + "QZ7X4RT2LM9PK3WB"
+    r = hs("-C", str(a), "remote", "add", f"r-{secret}", str(tmp_path / "elsewhere"))
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == (
+        "hs: error: remote name 'r-[REDACTED:aws-access-key-id]' holds a secret; "
+        "hint: give the remote another name\n"
+    )
+    mem = tmp_path / f"notes-{secret}"
+    mem.mkdir()
+    (mem / "MEMORY.md").write_text("# Memory\n")
+    r = hs("-C", str(a), "memory", "snapshot", "--memory-dir", str(mem))
+    assert r.exit_code == 0, r.stderr
+    assert leaks.scan(a, leaks.Finder([secret])).keys() <= {"config.toml"}

@@ -409,7 +409,7 @@ class Store:
         self, changes: list[RefChange], command: str, *, extra: dict[str, Any] | None = None
     ) -> Operation | None:
         """Move refs as one operation (lock held by the caller); the command line
-        is redacted before it reaches the refs log. When overlay refs move, the
+        and ``extra`` are redacted before they reach the refs log. When overlay refs move, the
         overlay views are rewritten before the operation counts as applied, so
         a crash never leaves them behind the refs (the roll-forward rewrites
         them)."""
@@ -420,9 +420,9 @@ class Store:
             def before_done() -> None:
                 write_views(self)
 
-        return self.refs.apply(
-            changes, self.redactor(command), extra=extra, before_done=before_done
-        )
+        # what the entry says of itself is text too (a folder, a remote's name)
+        told = self.redactor.redact_obj(extra) if extra else extra
+        return self.refs.apply(changes, self.redactor(command), extra=told, before_done=before_done)
 
     def _record_ruleset(self) -> None:
         """(Lock held.) config.toml names the rule set this hs redacts with:

@@ -101,6 +101,9 @@ def add_remote(store: Store, name: str, location: str | Path) -> Remote:
     need not hold a store yet (``hs push --init`` makes one); it must not be a
     file, nor be given as an empty text (which a Path reads as this folder)."""
     check_remote_name(name)
+    shown = store.redactor(name)
+    if shown != name:  # it would name refs (remotes/<name>/…), which are never redacted
+        raise BadInput(f"remote name {shown!r} holds a secret", hint="give the remote another name")
     if isinstance(location, str) and not location.strip():
         raise BadInput("the remote's folder is empty", hint="name the other store's folder")
     path = Path(location).expanduser().absolute()
