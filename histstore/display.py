@@ -59,3 +59,14 @@ def visible(text: str, *, lines: bool = True) -> str:
     if lines:
         return text.replace("\r\n", "\n").translate(_LINES)
     return text.translate(_ONE_LINE)
+
+
+def text_lines(text: str) -> list[str]:
+    """``text``'s lines as a view prints them: split at line feeds only (a CR
+    before one is part of the line end), so a CR, a form feed, U+2028 or any
+    other separator str.splitlines would break at stays inside its line and
+    shows as :func:`visible` makes it."""
+    parts = text.split("\n")
+    if parts and parts[-1] == "":
+        parts.pop()
+    return [p[:-1] if p.endswith("\r") else p for p in parts]

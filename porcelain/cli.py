@@ -552,8 +552,8 @@ def _print_forgotten_list(items: list[Any], json_out: bool) -> None:
             else f"hides {f.hides} turn{'s' if f.hides != 1 else ''}"
         )
         if f.agent:
-            hides += f" of {f.agent}"
-        named = f"{m.session}~{m.target}" if m.target_kind == "turn" else m.target
+            hides += f" of {field(f.agent)}"
+        named = field(f"{m.session}~{m.target}" if m.target_kind == "turn" else m.target)
         say(
             Text(
                 f"{m.mode:9}  ",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from histstore.display import text_lines
 from histstore.errors import BadInput, Conflict, NotFound
 from histstore.plumbing.common import command_line, new_app, open_store
 from histstore.plumbing.term import Text, paint
@@ -614,7 +615,7 @@ def scan(
             continue
         say(f"{p.file}  ({p.kind}; evidence: {', '.join(e[:12] for e in p.evidence)})")
         say(f"  index: {p.index_line}")
-        for ln in p.body.splitlines():
+        for ln in text_lines(p.body):
             say(f"  | {ln}")
         say()
     if not json_out:

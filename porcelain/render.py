@@ -13,7 +13,7 @@ import re
 import sys
 from typing import Any
 
-from histstore.display import visible
+from histstore.display import text_lines, visible
 from histstore.history.summary import SessionInfo
 from histstore.plumbing.term import (
     Text,
@@ -81,7 +81,7 @@ def tools_text(tools: dict[str, int]) -> str:
 
 
 def indent(text: str, max_lines: int | None = None) -> str:
-    lines = text.strip("\n").splitlines() or [""]
+    lines = text_lines(text.strip("\n")) or [""]
     more = 0
     if max_lines is not None and len(lines) > max_lines:
         more = len(lines) - max_lines
@@ -151,7 +151,7 @@ def oneline(
     (overlay.reads.short_ids), padded to ``width``; with ``grep``, its
     matches marked."""
     sub = "↳ " if turn.get("subagent") else ""
-    agent = turn.get("agent") or "-"
+    agent = field(turn.get("agent") or "-")  # stored text: a line break shown, never started
     tid = short if short is not None else turn["turn_id"][:12]
     asked: Text | str = first_line(asked_text(turn), 70)
     if grep:

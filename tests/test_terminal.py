@@ -325,3 +325,29 @@ def test_human_views_print_only_through_say(name: str) -> None:
         assert is_json or made_visible or (name, fn) in EXACT, (
             f"porcelain/{name}:{node.lineno} ({fn}) prints with typer.echo: use say()"
         )
+
+
+def test_only_a_line_feed_starts_a_line_in_a_view(hs: HS, tmp_path: Path) -> None:
+    """str.splitlines breaks at CR, VT, FF, FS…, NEL, U+2028/9: a view split
+    stored text there and started real lines. Only LF (or CR LF) ends a line;
+    every other separator shows where it is, and a one-line field (an agent,
+    a path) never starts a line."""
+    text = "a\rb\x0bc\x0cd\x1ce\u2028f\u2029g\x85h"
+    rec = turn_record(1, turn_id="t-sep", asked=text, answered="x\r\ny", agent="my\nagent")
+    rec["files"] = ["src/a\nb.py"]
+    hs("init")
+    assert hs("record", input=json.dumps(rec)).exit_code == 0
+    shown = visible(text)
+    assert "\n" not in shown
+    r = hs("show", "t-sep")
+    assert r.exit_code == 0 and f"    {shown}\n" in r.stdout, r.stdout
+    assert "    x\n    y\n" in r.stdout  # CR LF is a line end
+    one = hs("log", "--oneline")
+    assert one.exit_code == 0 and one.stdout.count("\n") == 1 and "my^Jagent" in one.stdout
+    md = hs("export", "--format", "markdown")
+    assert md.exit_code == 0
+    assert f"> {shown}\n" in md.stdout
+    assert "agent: my^Jagent" in md.stdout and "`src/a^Jb.py`" in md.stdout
+    assert hs("forget", "t-sep", "--confirm", "t-sep").exit_code == 0
+    gone = hs("forgotten")
+    assert gone.exit_code == 0 and "of my^Jagent)" in gone.stdout

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from histstore.display import visible
+from histstore.display import text_lines, visible
 from histstore.errors import BadInput
 from histstore.history.reading import check_agent, expand_turn, load_turn, log_entries, raw_records
 from histstore.history.summary import SessionInfo
@@ -70,29 +70,36 @@ def _markdown(turns: list[tuple[Session | SessionInfo, dict[str, Any]]]) -> Iter
             current = s.session_id
             title = f" — {visible(s.title, lines=False)}" if s.title else ""
             yield f"# Session {s.session_id}{title}\n\n"
-            yield f"Project: `{s.project}` · agent: {s.agent}\n\n"
+            yield f"Project: `{_one(s.project)}` · agent: {_one(s.agent)}\n\n"
         yield f"## {t['asked_at'][:16].replace('T', ' ')} UTC · turn `{t['turn_id']}`\n\n"
         if t.get("tainted"):
             yield "> This turn read untrusted content.\n\n"
         yield "**Asked:**\n\n" + _quote(t.get("asked") or "") + "\n"
         for step in t.get("steps") or []:
             if step.get("type") == "tool":
-                yield f"*Tool `{step.get('name')}`*" + (" (error)" if step.get("is_error") else "")
+                name = _one(step.get("name"))
+                yield f"*Tool `{name}`*" + (" (error)" if step.get("is_error") else "")
                 yield "\n\n```json\n" + json.dumps(step.get("input"), indent=2, ensure_ascii=False)
                 yield "\n```\n\n"
                 if step.get("output"):
                     yield _fence(str(step["output"]))
         yield "**Answered:**\n\n" + _quote(t.get("answered") or "(no answer)") + "\n"
         files = [
-            *(f"read `{f}`" for f in t.get("files", [])),
-            *(f"edited `{f}`" for f in t.get("edited", [])),
+            *(f"read `{_one(f)}`" for f in t.get("files", [])),
+            *(f"edited `{_one(f)}`" for f in t.get("edited", [])),
         ]
         if files:
             yield "Files: " + ", ".join(files) + "\n\n"
 
 
+def _one(text: object) -> str:
+    """A one-line field of the markdown (a path, a name): a line break in it
+    shown, never started."""
+    return visible(str(text), lines=False)
+
+
 def _quote(text: str) -> str:
-    return "".join(f"> {line}\n" if line else ">\n" for line in text.splitlines() or [""])
+    return "".join(f"> {line}\n" if line else ">\n" for line in text_lines(text) or [""])
 
 
 def _fence(text: str) -> str:
