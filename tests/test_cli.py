@@ -220,7 +220,11 @@ def test_show_by_prefix_ambiguity_and_objects(hs: HS, make_turns: Callable[..., 
     hs("import", str(make_turns([turn_record(1), turn_record(2)])))
     r = hs("show", "turn-000")
     assert r.exit_code == 2
-    assert "ambiguous" in r.stderr and "turn turn-0001" in r.stderr and "turn turn-0002" in r.stderr
+    assert r.stderr.splitlines() == [
+        "hs: error: 'turn-000' is ambiguous (2 matches); hint: give more characters of the id",
+        "  turn sess-a~turn-0001",  # each one as it can be named
+        "  turn sess-a~turn-0002",
+    ]
     r = hs("show", "nothing-like-it")
     assert r.exit_code == 4 and "no turn, session or object matches" in r.stderr
     obj = hs.json_lines("show", "--json", "turn-0001")[0]["object"]
@@ -422,3 +426,23 @@ def test_recall_from_a_directory_removed_under_it_says_so(
         "hint: cd to a project, or give --project DIR or --everywhere\n"
     )
     assert hs("recall", "--everywhere", "login_user").exit_code in (0, 1)
+
+
+def test_a_prefix_of_many_turns_says_at_least_and_odd_bytes_search_nothing(
+    hs: HS, make_turns: Callable[..., Path]
+) -> None:
+    """The summary hands at most 11 turns of a prefix: the count says
+    "at least". An argument of bytes that are not UTF-8 matches nothing, and
+    is no internal error, in show, log and export alike."""
+    hs("init")
+    hs("import", str(make_turns([turn_record(n) for n in range(1, 30)])))
+    r = hs("show", "turn-00")
+    assert r.exit_code == 2
+    assert r.stderr.startswith("hs: error: 'turn-00' is ambiguous (at least 11 matches)")
+    for args in (
+        ["show", "ab\udcff"],
+        ["log", "--agent", "\udcff"],
+        ["export", "--agent", "\udcff"],
+    ):
+        r = hs(*args)
+        assert r.exit_code in (0, 4) and "internal error" not in r.stderr, args

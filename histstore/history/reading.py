@@ -315,9 +315,14 @@ def resolve(store: Store, text: str) -> Resolved:
             f"no turn, session or object matches {text!r}",
             hint="see turn and session ids with `hs log`",
         )
+    # the summary hands at most 11 turns: more may match than were counted
+    more = "at least " if len(turn_hits) >= 11 else ""
     raise Ambiguous(
-        f"{text!r} is ambiguous ({len(hits)} matches)",
-        [f"{h.kind} {h.id}" for h in hits[:10]],
+        f"{text!r} is ambiguous ({more}{len(hits)} matches)",
+        [
+            f"turn {_session_of(h)}~{h.id}" if h.kind == "turn" else f"{h.kind} {h.id}"
+            for h in hits[:10]
+        ],
         hint="give more characters of the id",
     )
 

@@ -33,6 +33,7 @@ from typing import Any
 from histstore.errors import CorruptObject, CorruptStore, HistError, NotFound
 from histstore.history.project import project_key
 from histstore.history.summary_schema import DDL, SCHEMA, TABLES, UPGRADES
+from histstore.history.turn import as_text
 from histstore.store import fsutil
 from histstore.store.kinds import Session, SessionRev, TurnEntry, ordered, parse
 from histstore.store.oplog import Operation
@@ -378,6 +379,10 @@ class Summary:
         conn = self.current()
         where: list[str] = []
         args: list[str | int] = []
+        # an argument of odd bytes (surrogates) searches what the store can hold
+        session = None if session is None else as_text(session)
+        agent = None if agent is None else as_text(agent)
+        projects = None if projects is None else [as_text(p) for p in projects]
         if session is not None:
             where.append("t.session_id = ?")
             args.append(session)
@@ -424,6 +429,7 @@ class Summary:
     def turns_named(self, text: str) -> list[Row]:
         """The turns whose id is ``text`` or starts with it (at most 11)."""
         conn = self.current()
+        text = as_text(text)
         hi = text + "\U0010ffff"
         rows = conn.execute(
             "SELECT t.session_id, t.turn_id, t.object, t.asked_at, t.subagent, t.project,"

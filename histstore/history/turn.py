@@ -216,3 +216,21 @@ def normalize_turn(record: Any, *, default_agent: str = "hs") -> Turn:
     if extra:
         turn["extra"] = extra
     return turn
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _spell(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c - 0xDC00:02x}" if 0xDC80 <= c <= 0xDCFF else "\ufffd"
+
+
+def as_text(value: str) -> str:
+    """``value`` as UTF-8 can hold it: a byte that was not UTF-8 spelled
+    ``\\xNN``, as the store keeps a file name that is not UTF-8
+    (``caf\\xe9``); any other lone surrogate replaced by U+FFFD, as the
+    store keeps one. A query or a filter searches what the store can hold."""
+    if value.isascii() or not _SURROGATE.search(value):
+        return value
+    return _SURROGATE.sub(_spell, value)

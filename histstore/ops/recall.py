@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from histstore.errors import BadInput
 from histstore.history.reading import check_agent
+from histstore.history.turn import as_text
 from histstore.recall.index import recall
-from histstore.recall.query import UNTRUSTED_LABEL, RecallResult, as_text
+from histstore.recall.query import UNTRUSTED_LABEL, RecallResult
 from histstore.store.store import Store
 
 if TYPE_CHECKING:

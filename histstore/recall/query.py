@@ -25,7 +25,7 @@ from typing import Any
 
 from histstore.errors import BadInput
 from histstore.history.project import project_key
-from histstore.history.turn import parse_time
+from histstore.history.turn import as_text, parse_time
 from histstore.recall.stopwords import FUNCTION_WORDS
 
 K_MAX = 10
@@ -72,26 +72,9 @@ def fold(text: str | None) -> str:
 #: a token this long (characters) may be of 40 UTF-8 bytes or more
 _MAYBE_LONG = TOKEN_MAX // 4
 
+
 #: a lone surrogate: a byte that was not UTF-8 (U+DC80..U+DCFF, as Python reads
 #: an argument or a file name: surrogateescape), or half of a pair (JSON's \ud800)
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _spell(m: re.Match[str]) -> str:
-    c = ord(m.group())
-    return f"\\x{c - 0xDC00:02x}" if 0xDC80 <= c <= 0xDCFF else "\ufffd"
-
-
-def as_text(value: str) -> str:
-    """``value`` as UTF-8 can hold it: a byte that was not UTF-8 spelled
-    ``\\xNN``, as the store keeps a file name that is not UTF-8
-    (``caf\\xe9``); any other lone surrogate replaced by U+FFFD, as the
-    store keeps one. A query or a filter searches what the store can hold."""
-    if value.isascii() or not _SURROGATE.search(value):
-        return value
-    return _SURROGATE.sub(_spell, value)
-
-
 def index_analyzer() -> Any:
     """The analyzer of the index's text fields (``hs_words``, a
     ``tantivy.TextAnalyzer``): runs of letters and digits, those of 40 bytes
