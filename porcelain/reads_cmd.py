@@ -149,7 +149,7 @@ STATUS = Spec(flags={"--json": "json_out"}, values={})
 def status(store: Any, *, json_out: bool) -> None:
     """Where the store is and what it holds (``hs status``)."""
     from histstore.capture.journal import summary
-    from histstore.ops.status import TOP_PROJECTS, status_info
+    from histstore.ops.status import status_info
 
     info = status_info(store, changes=json_out)
     info["capture"] = summary(store.root)
@@ -168,7 +168,7 @@ def status(store: Any, *, json_out: bool) -> None:
         "  by project:",
         [(p["turns"], paint(field(p["project"]), "project")) for p in top],
         width,
-        more=info["projects"] - len(top) if len(top) == TOP_PROJECTS else 0,
+        more=info["turn_projects"] - len(top),
     )
     parts = info["sizes"]
     packs, loose = info["packs"], info["loose_objects"]

@@ -467,3 +467,20 @@ def test_a_session_ref_naming_a_missing_revision_is_damage_not_a_gap(
         r = hs(*args)
         assert r.exit_code == 7, (args, r.stdout, r.stderr)
         assert r.stderr.startswith("hs: error: ref sessions/sess-b"), args
+
+
+@pytest.mark.parametrize("summary", [True, False])
+def test_status_counts_the_projects_the_turns_list(hs: HS, store_path: Path, summary: bool) -> None:
+    """One session whose 12 turns are in 12 projects: the view lists 10 and
+    says 2 more (it counted the session's one project, and said nothing)."""
+    hs("init")
+    recs = [turn_record(n, project=f"/home/dev/p{n:02d}") for n in range(1, 13)]
+    for rec in recs:
+        assert hs("record", input=json.dumps(rec)).exit_code == 0
+    if not summary:
+        (store_path / "local" / "summary.sqlite").unlink()
+    r = hs("status")
+    assert r.exit_code == 0
+    assert "… and 2 more projects\n" in r.stdout
+    info = hs.json_lines("status", "--json")[0]
+    assert info["turn_projects"] == 12 and len(info["project_turns"]) == 10

@@ -511,10 +511,12 @@ class Summary:
         agents = dict(
             conn.execute("SELECT agent, turns FROM agent WHERE sessions > 0 ORDER BY agent")
         )
+        turn_projects = conn.execute("SELECT count(*) FROM project WHERE turns > 0").fetchone()[0]
         return {
             "sessions": int(sessions),
             "turns": int(turns),
             "projects": int(projects),
+            "turn_projects": int(turn_projects),
             "agents": {str(k): int(v) for k, v in agents.items()},
             "operations": int(self._meta(conn, "operations") or "0"),
         }

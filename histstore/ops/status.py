@@ -41,6 +41,7 @@ def status_info(store: Store, *, changes: bool = True) -> dict[str, Any]:
             "sessions": len(sessions),
             "turns": sum(len(s.turns) for s in sessions),
             "projects": len({project_key(s.project) for s in sessions}),
+            "turn_projects": len(per_project),
             "agents": dict(sorted(agents.items())),
             "operations": len(store.operations()),
         }
@@ -75,6 +76,8 @@ def status_info(store: Store, *, changes: bool = True) -> dict[str, Any]:
         "size_bytes": size,
         "sizes": parts,
         "project_turns": [{"project": k, "turns": n} for k, n in top],
+        # the project keys of the turns themselves, as project_turns lists them
+        "turn_projects": counts["turn_projects"],
         "last_capture": _entry(capture, changes),
         "operations": counts["operations"],
         "last_operation": _entry(last, changes),
