@@ -407,7 +407,8 @@ def _show_object(r: Any, *, json_out: bool) -> None:
     payload = r.payload
     if json_out:
         body: Any = payload.decode("utf-8", "replace") if kind == "blob" else json.loads(payload)
-        raw_line(json.dumps({"id": r.id, "kind": kind, "size": len(payload), "payload": body}))
+        out = {"id": r.id, "kind": kind, "size": len(payload), "payload": body}
+        raw_line(json.dumps(out, ensure_ascii=False))  # as every --json writes text
         return
     say(f"{kind} {r.id} ({len(payload)} bytes)")
     if kind == "blob":

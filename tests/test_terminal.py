@@ -244,7 +244,9 @@ def test_no_view_lets_stored_text_act_on_the_terminal(
 
 
 def test_json_and_raw_stay_exact(hs: HS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _hostile_store(hs, tmp_path, monkeypatch)
+    ids = _hostile_store(hs, tmp_path, monkeypatch)
+    r = hs("show", "--json", ids["object"])
+    assert r.exit_code == 0 and "\u2028end" in r.stdout  # written as it is, as every --json
     row = _json_lines(hs, "log", "--json", "--session", "sess-hostile")[0]
     assert row["asked"] == "zebraword asked " + HOSTILE
     assert row["edited"] == ["edit" + HOSTILE]
