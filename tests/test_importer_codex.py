@@ -728,6 +728,32 @@ def test_prompt_without_timestamp(tmp_path: pathlib.Path) -> None:
     ]
 
 
+def test_a_prompt_read_with_a_borrowed_time_leaves_the_import_complete(
+    hs: HS, tmp_path: pathlib.Path
+) -> None:
+    """Every turn is stored; the borrowed time is a warning, not input left
+    out: exit 0 (it was 1, "some input was not imported"), complete in --json."""
+    r = Rollout()
+    r.meta()
+    r.prompt_event("one")
+    r.assistant("1")
+    r.add("event_msg", {"type": "user_message", "message": "two"}, ts="[trimmed]")
+    r.assistant("2")
+    path = r.write(rollout_path(tmp_path))
+    assert hs("init").exit_code == 0
+    got = hs("import", str(path))
+    assert got.exit_code == 0, got.stderr
+    assert "hs: warning: " in got.stderr and "asked_at taken from line" in got.stderr
+    assert "not imported" not in got.stderr
+    other = str(tmp_path / "other")
+    assert hs("-C", other, "init").exit_code == 0
+    got = hs("-C", other, "import", "--json", str(path))
+    assert got.exit_code == 0, got.stderr
+    report = json.loads(got.stdout)
+    assert report["complete"] is True and report["turns_added"] == 2
+    assert [p["kept"] for p in report["problems"]] == [True]
+
+
 # --------------------------------------------------------------------------- odd files
 
 

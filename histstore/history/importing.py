@@ -163,8 +163,8 @@ class ImportReport:
     @property
     def complete(self) -> bool:
         """Whether every input was imported or was already there (no file
-        skipped, no line or turn refused)."""
-        return not self.files_skipped and not self.problems
+        skipped, no line or turn refused; a line read with a stand-in is in)."""
+        return not self.files_skipped and all(p.kept for p in self.problems)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -181,7 +181,8 @@ class ImportReport:
             "sessions_unchanged": self.sessions_unchanged,
             "objects_written": self.objects_written,
             "problems": [
-                {"file": p.file, "line": p.line, "message": p.message} for p in self.problems
+                {"file": p.file, "line": p.line, "message": p.message, "kept": p.kept}
+                for p in self.problems
             ],
             "operation": self.operation.op if self.operation else None,
             "index_error": self.index_error,

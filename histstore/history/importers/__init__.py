@@ -29,11 +29,14 @@ PROGRESS_STEP = 1 << 20  # report at most once per MiB read
 
 @dataclass(frozen=True)
 class Problem:
-    """A line an importer could not read, and why."""
+    """A line an importer could not read, and why; ``kept``: it was read all
+    the same, with a stand-in (a borrowed time, a replaced byte), so nothing
+    of it was left out (the import is still complete)."""
 
     file: str
     line: int
     message: str
+    kept: bool = False
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}: {self.message}"

@@ -63,7 +63,7 @@ def json_lines(
                 text = data.decode("utf-8")
             except UnicodeDecodeError:
                 text = data.decode("utf-8", errors="replace")
-                problems.append(Problem(str(path), lineno, "invalid UTF-8, replaced"))
+                problems.append(Problem(str(path), lineno, "invalid UTF-8, replaced", kept=True))
             if lineno == 1:
                 text = text.lstrip("\ufeff")
             unfinished = not text.endswith("\n")

@@ -517,6 +517,7 @@ class _Turn:
                         str(path),
                         self.prompt_line,
                         f"prompt has no usable timestamp; asked_at taken from line {where}",
+                        kept=True,
                     )
                 )
             elif self.first_time is not None:
@@ -526,6 +527,7 @@ class _Turn:
                         str(path),
                         self.prompt_line,
                         "prompt has no usable timestamp; asked_at taken from a later line",
+                        kept=True,
                     )
                 )
             else:
