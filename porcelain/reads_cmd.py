@@ -138,7 +138,7 @@ def show(store: Any, *, ident: str, full: bool, raw: bool, all_: bool, json_out:
     if r.kind == "turn":
         _show_turn(store, r, full=full, raw=raw, json_out=json_out)
     elif r.kind == "session":
-        _show_session(r, json_out=json_out)
+        _show_session(store, r, json_out=json_out)
     else:
         _show_object(r, json_out=json_out)
 
@@ -361,7 +361,8 @@ def _show_turn(store: Any, r: Any, *, full: bool, raw: bool, json_out: bool) -> 
         say(f"\nSource:  {field(src['file'])}:{src.get('line') or '?'}")
 
 
-def _show_session(r: Any, *, json_out: bool) -> None:
+def _show_session(store: Any, r: Any, *, json_out: bool) -> None:
+    from histstore.overlay import reads
     from histstore.porcelain import render
 
     s = r.session
@@ -378,13 +379,17 @@ def _show_session(r: Any, *, json_out: bool) -> None:
     say(Text("Agent:   ", paint(field(s.agent), "agent")))
     say(f"Turns:   {len(s.turns)}")
     say("")
+    # each id as hs log --oneline abbreviates it: one hs show takes
+    shorts = reads.short_ids(store, [it.turn_id for it in r.turns])
+    width = max((len(v) for v in shorts.values()), default=12)
     for it in r.turns:
+        short = shorts.get(it.turn_id, it.turn_id[:12])
         if it.turn is None:
             _print_forgotten(
-                it.turn_id, s.session_id, it.entry.asked_at, it.withheld, False, True, 0
+                short, s.session_id, it.entry.asked_at, it.withheld, False, True, 0, width
             )
         else:
-            say(render.oneline(it.turn))
+            say(render.oneline(it.turn, short, width))
 
 
 def _show_object(r: Any, *, json_out: bool) -> None:

@@ -95,11 +95,11 @@ def indent(text: str, max_lines: int | None = None) -> str:
 def asked_text(turn: dict[str, Any]) -> str:
     """What was asked, or why there is nothing: a sub-agent's warm-up (Claude
     Code primes an Explore agent with no prompt of anyone's), or no prompt."""
-    if turn.get("asked"):
-        return str(turn["asked"])
     extra = turn.get("extra")
     if isinstance(extra, dict) and extra.get("warmup"):
-        return "(sub-agent warm-up)"
+        return "(sub-agent warm-up)"  # also one primed with Claude Code's "Warmup"
+    if turn.get("asked"):
+        return str(turn["asked"])
     return "(no prompt)"
 
 

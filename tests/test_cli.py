@@ -484,3 +484,27 @@ def test_status_counts_the_projects_the_turns_list(hs: HS, store_path: Path, sum
     assert "… and 2 more projects\n" in r.stdout
     info = hs.json_lines("status", "--json")[0]
     assert info["turn_projects"] == 12 and len(info["project_turns"]) == 10
+
+
+def test_a_sessions_turns_are_listed_by_ids_show_takes(hs: HS) -> None:
+    """Two turn ids alike in their first 12 characters: the session view
+    printed both cut at 12, an id hs show refuses as ambiguous."""
+    hs("init")
+    for n, tid in enumerate(("019fc8be-3658-aaaa", "019fc8be-3658-bbbb"), 1):
+        rec = turn_record(n, turn_id=tid, session_id="s-alike")
+        assert hs("record", input=json.dumps(rec)).exit_code == 0
+    r = hs("show", "s-alike")
+    assert r.exit_code == 0
+    ids = [ln.split()[0] for ln in r.stdout.splitlines() if ln.startswith("019fc8be")]
+    assert len(ids) == 2 and len(set(ids)) == 2
+    for short in ids:
+        got = hs("show", short)
+        assert got.exit_code == 0 and got.stdout.startswith("turn 019fc8be-3658-"), got.stderr
+
+
+def test_a_warm_up_primed_with_warmup_shows_as_a_warm_up(hs: HS) -> None:
+    hs("init")
+    rec = turn_record(1, asked="Warmup", subagent="a1", extra={"warmup": True})
+    assert hs("record", input=json.dumps(rec)).exit_code == 0
+    r = hs("log", "--oneline")
+    assert r.exit_code == 0 and "(sub-agent warm-up)" in r.stdout and "Warmup" not in r.stdout
