@@ -318,7 +318,9 @@ def _show_purged(store: Any, ident: str, json_out: bool) -> bool:
         purged = {"what": what, "purge": e.id, "time": e.time}
         raw_line(json.dumps({"id": ident, "purged": purged}, ensure_ascii=False))
     else:
-        say(f"{what} {field(ident)}\n\n    purged ({e.time}, purge {e.id}): its content is gone")
+        say(
+            f"{what} {field(ident)}\n\n    purged ({when(e.time, seconds=True)}, purge {e.id}): its content is gone"
+        )
     return True
 
 

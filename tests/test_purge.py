@@ -5,6 +5,7 @@ object and every pack frame decompressed: tests/leaks.py's scan)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -147,6 +148,8 @@ def test_a_purged_session_leaves_no_byte_and_no_trace_but_ids(
     r = hs("show", "gone")
     assert r.exit_code == 0 and r.stderr == ""
     assert r.stdout.startswith("session gone\n\n    purged (")
+    # its time as every view gives one: local, to the second (TZ here is UTC)
+    assert re.search(r"purged \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, purge ", r.stdout)
     r = hs("show", "turn-0004", "--json")
     assert r.exit_code == 0
     assert json.loads(r.stdout)["purged"]["what"] == "turn"
