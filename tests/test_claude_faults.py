@@ -227,7 +227,7 @@ def test_a_warmup_subagent_is_said_to_be_one(hs: HS, tmp_path: pathlib.Path) -> 
     assert set(rows) == {"u1", "w1", "w2", "s1"}
     lines = {ln.split()[0]: ln for ln in hs("log", "--oneline").stdout.splitlines()}
     assert lines["w1"].endswith("↳ (sub-agent warm-up)")
-    assert lines["w2"].endswith("↳ Warmup")
+    assert lines["w2"].endswith("↳ (sub-agent warm-up)")  # primed with Warmup: one too
     assert lines["s1"].endswith("↳ Map the repo")
     assert "(no prompt)" not in "".join(lines.values())
     # the session has the title that says what it was about
