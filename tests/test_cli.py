@@ -448,27 +448,6 @@ def test_a_prefix_of_many_turns_says_at_least_and_odd_bytes_search_nothing(
         assert r.exit_code in (0, 4) and "internal error" not in r.stderr, args
 
 
-def test_a_session_ref_naming_a_missing_revision_is_damage_not_a_gap(
-    hs: HS, store_path: Path
-) -> None:
-    """cli.md: exit 7 when a session ref names a missing revision. The log
-    left the session out, exit 0, once the summary was built again."""
-    from histstore.store.oplog import RefChange
-    from histstore.store.store import Store
-
-    hs("init")
-    assert hs("record", input=json.dumps(turn_record(1))).exit_code == 0
-    assert hs("record", input=json.dumps(turn_record(2, session_id="sess-b"))).exit_code == 0
-    with Store.open(store_path) as s:
-        old = s.refs.read("sessions/sess-b")
-        s.apply([RefChange("sessions/sess-b", old, "ab" * 32)], "test")
-    (store_path / "local" / "summary.sqlite").unlink()
-    for args in (["log"], ["status"], ["log", "--session", "sess-b"]):
-        r = hs(*args)
-        assert r.exit_code == 7, (args, r.stdout, r.stderr)
-        assert r.stderr.startswith("hs: error: ref sessions/sess-b"), args
-
-
 @pytest.mark.parametrize("summary", [True, False])
 def test_status_counts_the_projects_the_turns_list(hs: HS, store_path: Path, summary: bool) -> None:
     """One session whose 12 turns are in 12 projects: the view lists 10 and

