@@ -538,6 +538,23 @@ def test_a_note_whose_file_name_holds_a_secret_is_refused(
     assert leaks.scan(store_path, leaks.Finder([secret])) == {}
 
 
+def test_undo_puts_files_back_in_a_folder_whose_path_holds_a_secret(
+    hs: HS, tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operation keeps its folder as given (redacted, undo found no
+    folder, moved the ref back and left the files: the two diverged)."""
+    d = tmp_path / ("ghp_" + "1a2B3c4D5e6F7g8H9i0JkLmNoPqRsTuVwXyZ12")
+    d.mkdir()
+    monkeypatch.setenv("MEMORY_DIR", str(d))
+    assert hs(*write_args(), "--yes").exit_code == 0
+    v1 = (d / "feedback_use-tabs.md").read_bytes()
+    _revise(hs, "Tabs in Go", "Second version.")
+    assert (d / "feedback_use-tabs.md").read_bytes() != v1
+    r = hs("undo")
+    assert r.exit_code == 0, r.stderr
+    assert (d / "feedback_use-tabs.md").read_bytes() == v1
+
+
 # ------------------------------------------------------------- directories
 
 

@@ -1241,9 +1241,8 @@ def test_a_remote_named_by_a_secret_is_refused_and_the_log_keeps_no_secret(
     tmp_path: Path,
 ) -> None:
     """A remote's name names refs (remotes/<name>/…), which are never redacted:
-    one that holds a secret is refused. What an operation says of itself in
-    the refs log (a remote's name, a memory folder) is redacted like its
-    command line."""
+    one that holds a secret is refused. A memory folder's path stays as given
+    where hs must use it, and nowhere else."""
     import leaks
 
     hs, a, _b = cli(tmp_path)
@@ -1259,4 +1258,7 @@ def test_a_remote_named_by_a_secret_is_refused_and_the_log_keeps_no_secret(
     (mem / "MEMORY.md").write_text("# Memory\n")
     r = hs("-C", str(a), "memory", "snapshot", "--memory-dir", str(mem))
     assert r.exit_code == 0, r.stderr
-    assert leaks.scan(a, leaks.Finder([secret])).keys() <= {"config.toml"}
+    # the folder stays as given where hs must use it: config.toml, and the
+    # operation's dir (hs undo puts the files back there)
+    assert leaks.scan(a, leaks.Finder([secret])).keys() <= {"config.toml", "refs.log"}
+    assert all('"dir"' in ln for ln in (a / "refs.log").read_text().splitlines() if secret in ln)

@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from histstore.store.refs import RefStore
 
 SESSION_PREFIX = "sessions/"
+#: ``extra`` keys of an operation kept as given in the refs log: hs undo of a
+#: memory write finds the folder by its ``dir`` (docs/invariants.md, 5)
+VERBATIM_EXTRA = frozenset({"dir"})
 OVERLAY_PREFIX = "overlay/"
 
 
@@ -420,8 +423,13 @@ class Store:
             def before_done() -> None:
                 write_views(self)
 
-        # what the entry says of itself is text too (a folder, a remote's name)
-        told = self.redactor.redact_obj(extra) if extra else extra
+        # what the entry says of itself is text too (a remote's name), but the
+        # memory folder hs undo puts files back into, which must stay usable
+        told = (
+            {k: v if k in VERBATIM_EXTRA else self.redactor.redact_obj(v) for k, v in extra.items()}
+            if extra
+            else extra
+        )
         return self.refs.apply(changes, self.redactor(command), extra=told, before_done=before_done)
 
     def _record_ruleset(self) -> None:
