@@ -316,7 +316,7 @@ def resolve(store: Store, text: str) -> Resolved:
             hint="see turn and session ids with `hs log`",
         )
     # the summary hands at most 11 turns: more may match than were counted
-    more = "at least " if len(turn_hits) >= 11 else ""
+    more = "at least " if summary is not None and len(turn_hits) >= 11 else ""
     raise Ambiguous(
         f"{text!r} is ambiguous ({more}{len(hits)} matches)",
         [
