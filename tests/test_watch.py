@@ -154,27 +154,23 @@ def test_the_real_watcher_imports_what_an_agent_writes(store: Store, store_path:
     assert stored(store_path) == {tid}
 
 
-def test_hs_watch_as_a_process_stops_cleanly_on_ctrl_c(store_path: Path, hs: HS) -> None:
-    hs("init")
-    home = Path(os.environ["HOME"]) / ".claude"
-    (home / "projects").mkdir(parents=True)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "histstore.porcelain.entry",
-            "--store",
-            str(store_path),
-            "watch",
-            "--debounce",
-            "0.05",
-            "--json",
-        ],
+def _watch_process(store_path: Path, *paths: str) -> subprocess.Popen[str]:
+    """``hs watch [PATH…] --json`` as a process whose Ctrl-C is a terminal's."""
+    argv = [sys.executable, "-m", "histstore.porcelain.entry", "--store", str(store_path)]
+    return subprocess.Popen(
+        [*argv, "watch", *paths, "--debounce", "0.05", "--json"],
         preexec_fn=ctrl_c_as_on_a_terminal,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def test_hs_watch_as_a_process_stops_cleanly_on_ctrl_c(store_path: Path, hs: HS) -> None:
+    hs("init")
+    home = Path(os.environ["HOME"]) / ".claude"
+    (home / "projects").mkdir(parents=True)
+    proc = _watch_process(store_path)
     assert proc.stdout is not None
     try:
         first = json.loads(proc.stdout.readline())  # blocks until it watches
@@ -233,24 +229,7 @@ def test_hs_watch_of_one_file_imports_that_file_alone(store_path: Path, hs: HS) 
     home = Path(os.environ["HOME"]) / ".claude"
     a = FakeClaude(home, sid=A_SID)
     t1 = a.turn("before", "watched")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "histstore.porcelain.entry",
-            "--store",
-            str(store_path),
-            "watch",
-            str(a.path),
-            "--debounce",
-            "0.05",
-            "--json",
-        ],
-        preexec_fn=ctrl_c_as_on_a_terminal,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _watch_process(store_path, str(a.path))
     assert proc.stdout is not None
 
     def next_import() -> dict[str, Any]:

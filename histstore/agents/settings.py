@@ -312,13 +312,7 @@ def update_json_many(
     the file as it was, and no write when none of them changes anything)."""
     if _read(path) is None and all(fn(MISSING) in (MISSING, DELETE) for _, fn in changes):
         return Change(path, False, False, None)
-
-    def change(text: str) -> str:
-        for keys, fn in changes:
-            text = _json_change(path, text, keys, fn, prune)
-        return text
-
-    return rewrite(path, "JSON", change)
+    return rewrite(path, "JSON", _changes(path, "json", changes, prune))
 
 
 def check_many(path: Path, fmt: str, changes: list[tuple[Keys, Update]]) -> None:
@@ -333,9 +327,21 @@ def check_many(path: Path, fmt: str, changes: list[tuple[Keys, Update]]) -> None
         text = "" if old is None else old.decode("utf-8")
     except UnicodeDecodeError:
         raise _invalid(target, what, "it is not UTF-8 text") from None
+    _changes(path, fmt, changes, True)(text)
+
+
+def _changes(
+    path: Path, fmt: str, changes: list[tuple[Keys, Update]], prune: bool
+) -> Callable[[str], str]:
+    """The text -> text function of several changes of a JSON or TOML file."""
     step = _json_change if fmt == "json" else _toml_change
-    for keys, fn in changes:
-        text = step(path, text, keys, fn, True)
+
+    def change(text: str) -> str:
+        for keys, fn in changes:
+            text = step(path, text, keys, fn, prune)
+        return text
+
+    return change
 
 
 def set_json(path: Path, keys: Keys, value: Any) -> Change:
@@ -490,13 +496,7 @@ def update_toml_many(
     """Several :func:`update_toml` changes made as one write."""
     if _read(path) is None and all(fn(MISSING) in (MISSING, DELETE) for _, fn in changes):
         return Change(path, False, False, None)
-
-    def change(text: str) -> str:
-        for keys, fn in changes:
-            text = _toml_change(path, text, keys, fn, prune)
-        return text
-
-    return rewrite(path, "TOML", change)
+    return rewrite(path, "TOML", _changes(path, "toml", changes, prune))
 
 
 def set_toml(path: Path, keys: Keys, value: Any) -> Change:

@@ -384,19 +384,6 @@ def apply(plan: Installed) -> Installed:
     return plan
 
 
-def install(
-    agent: str,
-    hs: list[str],
-    store: Path,
-    *,
-    project: Path | None = None,
-    notify: bool | None = None,
-) -> Installed:
-    """Put hs's hooks into ``agent``'s settings (:func:`plan_install`, then
-    :func:`apply`)."""
-    return apply(plan_install(agent, hs, store, project=project, notify=notify))
-
-
 def plan_install(
     agent: str,
     hs: list[str],

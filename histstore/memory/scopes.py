@@ -298,8 +298,7 @@ def _names_any(line: str, names: Callable[[str], bool]) -> bool:
     file = index_link(line)
     if file is not None and names(file):
         return True
-    if any(names(link_target(t)) for t in _LINK_RE.findall(line)):
-        return True
+    # (every link to a note names its file: the links are among these)
     for t in _FILE_RE.findall(unquote(line)):
         t = t.strip("_~")  # emphasis around it
         if names(t) or names(t.lower()):

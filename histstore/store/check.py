@@ -307,14 +307,12 @@ def check_refs(store: Store, refs: dict[str, str], kinds: dict[str, str]) -> lis
 
 
 def _purged_turn(store: Store, rev_id: str) -> str | None:
-    """A turn object a purge removed that the session at ``rev_id`` lists: a
-    ref must move off it (a purge writes a revision without it), else every
-    read of the session fails."""
+    """A purged turn the session at ``rev_id`` lists: a ref must move off it
+    (a purge writes a revision without it), else every read of it fails."""
     try:
-        turns = store.load_session(rev_id).turns
+        return purging.purged_turn(store, rev_id)
     except HistError:
         return None  # its own damage, reported where its objects are checked
-    return next((e.object for e in turns if store.is_purged(e.object)), None)
 
 
 @dataclass

@@ -227,6 +227,13 @@ def clear_pending(root: Path) -> None:
     fsync_dir(root)
 
 
+def purged_turn(store: Store, rev_id: str) -> str | None:
+    """A turn object a purge removed that the session at ``rev_id`` lists
+    (the first), or None; reading the session may raise (NotFound, …)."""
+    turns = store.load_session(rev_id).turns
+    return next((e.object for e in turns if store.is_purged(e.object)), None)
+
+
 def shows_purged(store: Store, object_id: str) -> bool:
     """Whether a ref at ``object_id`` would show what a purge removed: the
     object itself, a turn of the session it is a revision of (one only the
@@ -240,7 +247,7 @@ def shows_purged(store: Store, object_id: str) -> bool:
     try:
         kind, payload = store.objects.get(object_id)
         if kind == "session":
-            return any(store.is_purged(e.object) for e in store.load_session(object_id).turns)
+            return purged_turn(store, object_id) is not None
         if kind == "memrev":
             tree = MemRev.from_json(decode_json(object_id, payload)).tree
             if store.is_purged(tree):
