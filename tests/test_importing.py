@@ -296,6 +296,46 @@ def test_long_import_flushes_staged_revisions_with_the_same_result(
         assert len(history) == 2 and history[0][1].parent == history[1][0]
 
 
+def test_a_long_import_keeps_where_its_turns_came_from_on_disk(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import holds a bounded number of source rows in memory (a million
+    turns held ~600 MB of them): the rest wait in an unnamed temporary file.
+    The table ends the same as with every row held, and nothing is left
+    beside it."""
+    from histstore.history.sources import PendingSources
+
+    def rows(of: Store) -> list[tuple[object, ...]]:
+        db = Sources(of)._db()
+        assert db is not None
+        return db.execute(
+            "SELECT object, path, format, line, end_line, byte_offset, seq, raw_lines"
+            " FROM turns ORDER BY seq"
+        ).fetchall()
+
+    path = write_turns(tmp_path / "t.jsonl", interleaved(50))
+    reference, _ = Store.init(tmp_path / "reference")
+    with reference:
+        import_paths(reference, [path])
+        want = rows(reference)
+    spills: list[int] = []
+    spill = PendingSources._spill
+
+    def counted(self: PendingSources) -> None:
+        spills.append(len(self._rows))
+        spill(self)
+
+    monkeypatch.setattr(PendingSources, "CHUNK", 7)
+    monkeypatch.setattr(PendingSources, "_spill", counted)
+    import_paths(store, [path])
+    assert spills == [7] * 7  # 49 rows spilled, the 50th kept in memory
+    got = rows(store)
+    assert got == want and len(got) == 50 and [r[3] for r in got] == list(range(1, 51))
+    assert sorted(p.name for p in (store.root / "local").iterdir()) == sorted(
+        p.name for p in (reference.root / "local").iterdir()
+    )
+
+
 def test_a_session_moved_during_an_import_keeps_both(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

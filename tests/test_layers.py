@@ -100,6 +100,8 @@ LAZY = {
     ("histstore.store.codec", "rfc8785"): "only a value with a float needs the reference encoder",
     ("histstore.ops.recall", "histstore.memory.prompt"): "hs recall reads memory (and yaml) "
     "only once some was recorded",
+    ("histstore.history.sources", "tempfile"): "only an import of more than 20,000 turns "
+    "spills where they came from to disk (tempfile loads shutil and random)",
     ("histstore.history.importing", "histstore.history.importers.turns_jsonl"): "hs record "
     "alone parses a turn given as text",
     ("histstore.history.importers.detect", "histstore.history.importers.claude_code"): "each "

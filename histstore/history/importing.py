@@ -46,7 +46,7 @@ from histstore.history.importers.detect import (
     list_files,
     parser,
 )
-from histstore.history.sources import Sources
+from histstore.history.sources import PendingSources, Sources
 from histstore.history.turn import BLOB_THRESHOLD, Turn
 from histstore.store.codec import canonical_json, hash_object
 from histstore.store.fsutil import open_regular
@@ -215,7 +215,9 @@ class Importer:
         self.staged: dict[str, str] = {}  # session -> staged revision with flushed turns
         self.pending = 0
         #: (turn object id, where it was read) of every turn read
-        self.sources: list[tuple[str, dict[str, Any]]] = []
+        self.sources = PendingSources.of(store)
+        #: each file's path as the sources name it (redacted once per file)
+        self._paths: dict[str, str] = {}
         # session -> turn id -> object id, as the store had it (for the report)
         self._known: OrderedDict[str, dict[str, str]] = OrderedDict()
         #: what purges removed, as the import began (read again under the lock)
@@ -284,7 +286,10 @@ class Importer:
         if isinstance(src, dict) and isinstance(src.get("file"), str):
             # a path is text from outside too: it can hold a token; a name that
             # is not UTF-8 is kept with its odd bytes spelled \xNN
-            turn["source"] = {**src, "file": self.store.redactor(path_text(src["file"]))}
+            name = self._paths.get(src["file"])
+            if name is None:
+                name = self._paths[src["file"]] = self.store.redactor(path_text(src["file"]))
+            turn["source"] = {**src, "file": name}
         if w.project is None and not turn.get("subagent"):
             w.project = turn["project"]
         if w.agent is None:
@@ -560,7 +565,10 @@ def store_paths(
         imp.commit(batch)
     # beside the objects, once they are committed: where each turn came from,
     # and where each file was read to (so the next import reads only what is new)
-    sources.record_turns(imp.sources)
+    try:
+        sources.record_turns(imp.sources)
+    finally:
+        imp.sources.close()
     for path, f, resume, size in read:
         sources.record_file(path, f, resume, size)
     sources.close()

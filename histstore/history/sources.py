@@ -23,10 +23,11 @@ table loses no history: the next import reads every file again, and
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,59 @@ def _stat(path: Path) -> os.stat_result | None:
         return path.stat()
     except OSError:
         return None
+
+
+class PendingSources:
+    """Where each turn an import read came from, held until the import's
+    objects and refs are committed (only then do the rows go into the table).
+
+    A long import holds a bounded number of rows in memory: every ``CHUNK``
+    rows go, as one line of JSON, to an unnamed temporary file beside the
+    table (gone with the process, however it ends), and iterating gives every
+    row in the order added."""
+
+    CHUNK = 20_000
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._rows: list[tuple[str, dict[str, Any]]] = []
+        self._file: Any = None
+        self._count = 0
+
+    @classmethod
+    def of(cls, store: Store) -> PendingSources:
+        return cls(store.root / "local")
+
+    def append(self, row: tuple[str, dict[str, Any]]) -> None:
+        self._rows.append(row)
+        self._count += 1
+        if len(self._rows) >= self.CHUNK:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self._file is None:
+            import tempfile
+
+            fsutil.make_dirs(self._folder)
+            self._file = tempfile.TemporaryFile(dir=self._folder, prefix="import-sources-")
+        self._file.write(json.dumps(self._rows).encode("utf-8") + b"\n")
+        self._rows = []
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        if self._file is not None:
+            self._file.seek(0)
+            for line in self._file:
+                yield from ((object_id, src) for object_id, src in json.loads(line))
+            self._file.seek(0, os.SEEK_END)
+        yield from self._rows
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
 
 class Sources:
@@ -238,16 +292,18 @@ class Sources:
 
     # ------------------------------------------------------------ turns
 
-    def record_turns(self, rows: list[tuple[str, dict[str, Any]]]) -> None:
+    def record_turns(self, rows: Iterable[tuple[str, dict[str, Any]]]) -> None:
         """(turn object id, source) for each turn an import read."""
-        if not rows:
+        rows = iter(rows)
+        first = next(rows, None)
+        if first is None:
             return
         db = self._db(write=True)
         if db is None:
             return
         with self._transaction(db):
             seq = db.execute("SELECT coalesce(max(seq), 0) FROM turns").fetchone()[0]
-            for i, (object_id, src) in enumerate(rows, seq + 1):
+            for i, (object_id, src) in enumerate(itertools.chain([first], rows), seq + 1):
                 lines = src.get("lines")
                 db.execute(
                     "INSERT OR REPLACE INTO turns"
