@@ -136,7 +136,8 @@ class PendingSources:
             import tempfile
 
             fsutil.make_dirs(self._folder)
-            self._file = tempfile.TemporaryFile(dir=self._folder, prefix="import-sources-")
+            # closed by close(), or with the process
+            self._file = tempfile.TemporaryFile(dir=self._folder, prefix="import-sources-")  # noqa: SIM115
         self._file.write(json.dumps(self._rows).encode("utf-8") + b"\n")
         self._rows = []
 
