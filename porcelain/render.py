@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from histstore.display import text_lines, visible
-from histstore.history.summary import SessionInfo
 from histstore.plumbing.term import (
     Text,
     highlight_phrases,
@@ -26,6 +25,9 @@ from histstore.plumbing.term import (
 )
 from histstore.plumbing.term import say as _say
 from histstore.store.kinds import Session
+
+if TYPE_CHECKING:  # a name in annotations: hs recall never loads the summary (nor sqlite3)
+    from histstore.history.summary import SessionInfo
 
 
 def say(text: str | Text = "", *, err: bool = False, nl: bool = True) -> None:

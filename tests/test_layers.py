@@ -100,6 +100,11 @@ LAZY = {
     ("histstore.store.codec", "rfc8785"): "only a value with a float needs the reference encoder",
     ("histstore.ops.recall", "histstore.memory.prompt"): "hs recall reads memory (and yaml) "
     "only once some was recorded",
+    ("histstore.ops.recall", "histstore.history.reading"): "hs recall loads the summary (and "
+    "sqlite3) only to check an --agent's name",
+    ("histstore.recall.generations", "shutil"): "only writers remove a generation (shutil "
+    "loads zlib, bz2 and lzma)",
+    ("histstore.recall.index", "shutil"): "the same: only a failed build removes what it left",
     ("histstore.history.sources", "tempfile"): "only an import of more than 20,000 turns "
     "spills where they came from to disk (tempfile loads shutil and random)",
     ("histstore.history.importing", "histstore.history.importers.turns_jsonl"): "hs record "

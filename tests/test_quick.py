@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import HS, turn_record, write_turns
 
-from histstore.porcelain.quick import dispatch, parse
+from histstore.porcelain.quick import Spec, dispatch, parse
 from histstore.porcelain.reads_cmd import LOG, SHOW, STATUS
 
 
@@ -200,6 +200,65 @@ def test_the_quick_commands_as_a_process_never_load_typer_or_inspect(filled: Pat
     assert sum("turn-000" in line for line in r.stdout.splitlines()[:5]) == 5
     assert "turn turn-0001" in r.stdout and "sessions:" in r.stdout
     assert "in the prompt: login_user expiry" in r.stdout
+
+
+def test_a_quick_command_sets_the_collector_for_a_short_process(filled: Path) -> None:
+    """porcelain/entry.py ``quick``: a quick command runs with the collector's
+    first threshold raised (its start-up collects nothing) and freezes what
+    it holds once done (the exit passes over none of it); a command the full
+    CLI runs gets the collector as it was, nothing frozen."""
+    code = (
+        "import gc, sys\n"
+        "from histstore.porcelain.entry import QUICK_GC_THRESHOLD, main\n"
+        "before = gc.get_threshold()\n"
+        "def run(*argv):\n"
+        "    sys.argv = ['hs', *argv]\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit as e:\n"
+        "        assert e.code == 0, (argv, e.code)\n"
+        "run('status', '--help')  # the full CLI\n"
+        "assert gc.get_threshold() == before and gc.get_freeze_count() == 0\n"
+        "run('status')\n"
+        "assert gc.get_threshold() == (QUICK_GC_THRESHOLD, *before[1:]), gc.get_threshold()\n"
+        "assert gc.isenabled() and gc.get_freeze_count() > 0\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert "sessions:" in r.stdout  # the status was printed
+
+
+def test_the_specs_field_types_are_no_strings_to_compile() -> None:
+    """porcelain/quick.py has no ``from __future__ import annotations``: Spec's
+    field types as strings would each be compiled by typing.NamedTuple, ~1 ms
+    of every quick command's start-up."""
+    assert not [t for t in Spec.__annotations__.values() if isinstance(t, str)]
+
+
+def test_hs_recall_as_a_process_loads_only_what_a_search_needs(filled: Path) -> None:
+    """What docs/architecture.md "Start-up time" says hs recall leaves
+    unloaded, with an index caught up: the summary (with sqlite3; only an
+    --agent is checked against it) and shutil (with zlib, bz2, lzma: only
+    index writers remove)."""
+    code = (
+        "import sys\n"
+        "from histstore.porcelain.entry import main\n"
+        "sys.argv = ['hs', 'recall', '--everywhere', 'login_user']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as e:\n"
+        "    assert e.code == 0, e.code\n"
+        "unwanted = ('sqlite3', 'shutil', 'histstore.history.summary')\n"
+        "print(sorted(set(unwanted) & set(sys.modules)))\n"
+    )
+    argv = [sys.executable, "-c", code]
+    subprocess.run(argv, capture_output=True, timeout=60, check=True)  # the index caught up
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert "in the prompt: login_user expiry" in r.stdout
+    assert r.stdout.splitlines()[-1] == "[]", r.stdout
 
 
 def test_json_reaches_a_stdout_that_cannot_encode_it(filled: Path, hs: HS) -> None:

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from histstore.errors import BadInput
-from histstore.history.reading import check_agent
 from histstore.history.turn import as_text
 from histstore.recall.index import recall
 from histstore.recall.query import UNTRUSTED_LABEL, RecallResult
@@ -80,7 +79,11 @@ def answer(
     the index)."""
     if not text.strip():
         raise BadInput("the query is empty", hint="give the words to look for")
-    check_agent(store, agent)
+    if agent is not None:
+        # the summary (and sqlite3) loads only to check an agent's name
+        from histstore.history.reading import check_agent
+
+        check_agent(store, agent)
     res = recall(store, text, project=project, days=days, k=k, agent=agent, session=session)
     terms = [" ".join(t) for t in res.query.terms]
     notes: list[NoteHit] = []

@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -156,6 +155,8 @@ class Generations:
             self._lock.release()
 
     def scratch(self, n: int) -> Path:
+        import shutil  # writers only (with zlib, bz2, lzma): a search removes nothing
+
         tmp = self.dir / f".gen-{n}.{os.getpid()}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         return tmp
@@ -181,6 +182,8 @@ class Generations:
     def prune(self, keep: int = KEEP) -> None:
         """All but the newest ``keep`` generations, never the current one; the
         leftovers of builds that died, and the SQLite files an older hs wrote."""
+        import shutil  # writers only (above)
+
         current = self.current_name()
         for name in self.names()[:-keep] if keep else self.names():
             if name != current:
@@ -198,6 +201,8 @@ class Generations:
                 shutil.rmtree(p, ignore_errors=True)  # renamed, never given its meta
 
     def remove(self, name: str) -> None:
+        import shutil  # writers only (above)
+
         # the meta first: a directory without one is no generation
         with contextlib.suppress(FileNotFoundError):
             (self.dir / f"{name}.json").unlink()

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import heapq
 import os
-import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -232,6 +231,8 @@ class RecallIndex:
                 with contextlib.suppress(Exception):
                     w.abandon()
                 w = None
+            import shutil  # a build alone removes what it left (with zlib, bz2, lzma)
+
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         meta = {

@@ -14,6 +14,7 @@ surrogates: an argument of odd bytes) is read as :func:`as_text` spells it.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import re
@@ -42,13 +43,22 @@ _FOLD = str.maketrans(
 )
 
 
-#: the combining marks decomposition leaves after a letter (accents, diacritics)
-_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+# (the two patterns below are compiled when first asked: these classes of
+# characters beyond Latin-1 take ~0.6 ms to compile, at every hs recall's
+# start-up otherwise, and only a text that is not ASCII is folded)
 
 
-#: the letters of ``_FOLD``, found at C speed (translating a long text by a
-#: dict costs a Python lookup per character)
-_FOLDED = re.compile("[" + "".join(chr(c) for c in _FOLD) + "]")
+@functools.cache
+def _marks() -> re.Pattern[str]:
+    """The combining marks decomposition leaves after a letter (accents, diacritics)."""
+    return re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+
+
+@functools.cache
+def _folded() -> re.Pattern[str]:
+    """The letters of ``_FOLD``, found at C speed (translating a long text by
+    a dict costs a Python lookup per character)."""
+    return re.compile("[" + "".join(chr(c) for c in _FOLD) + "]")
 
 
 def _fold_letter(m: re.Match[str]) -> str:
@@ -64,9 +74,9 @@ def fold(text: str | None) -> str:
     text = text.lower()
     if text.isascii():
         return text
-    if _FOLDED.search(text):
-        text = _FOLDED.sub(_fold_letter, text)
-    return unicodedata.normalize("NFC", _MARKS.sub("", unicodedata.normalize("NFKD", text)))
+    if _folded().search(text):
+        text = _folded().sub(_fold_letter, text)
+    return unicodedata.normalize("NFC", _marks().sub("", unicodedata.normalize("NFKD", text)))
 
 
 #: a token this long (characters) may be of 40 UTF-8 bytes or more
@@ -216,7 +226,7 @@ def _long_dropped(text: str, folded: str, toks: list[str]) -> set[int]:
     ``text`` wrote them."""
     longs = list(itertools.compress(range(len(toks)), map(_MAYBE_LONG.__le__, map(len, toks))))
     written: list[str] = []
-    if len(folded) == len(text) and not _MARKS.search(text):
+    if len(folded) == len(text) and not _marks().search(text):
         # folded letter for letter (only a mark folds to nothing): the same places
         at = 0
         for i in longs:
