@@ -9,7 +9,7 @@ import pytest
 from helpers import turn_record, write_turns
 
 from histstore.history.reading import load_turn, log_entries
-from histstore.history.sources import Sources
+from histstore.history.sources import Sources, source_row
 from histstore.ops.importing import import_paths, record_turn
 from histstore.store.store import Store
 
@@ -336,6 +336,54 @@ def test_a_long_import_keeps_where_its_turns_came_from_on_disk(
     )
 
 
+def test_a_spill_the_disk_refuses_keeps_the_rows_in_memory(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk half-way through a spill must neither lose the import nor
+    leave half a line for the rows read back: the half is taken back, the
+    rows stay in memory from then on, and the table ends as it would have."""
+    import errno
+    import tempfile
+
+    from histstore.history.sources import PendingSources
+
+    path = write_turns(tmp_path / "t.jsonl", interleaved(30))
+    reference, _ = Store.init(tmp_path / "reference")
+    with reference:
+        import_paths(reference, [path])
+        db = Sources(reference)._db()
+        assert db is not None
+        want = db.execute("SELECT * FROM turns ORDER BY seq").fetchall()
+    made = tempfile.TemporaryFile
+    writes: list[int] = []
+
+    class Full:
+        def __init__(self, **kw: object) -> None:
+            self.f = made(**kw)  # type: ignore[call-overload]
+
+        def write(self, data: bytes) -> int:
+            writes.append(len(data))
+            if len(writes) == 2:  # the second spill: half of it, then the disk is full
+                self.f.write(data[: len(data) // 2])
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return int(self.f.write(data))
+
+        def __iter__(self) -> object:
+            return iter(self.f)
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.f, name)
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", Full)
+    monkeypatch.setattr(PendingSources, "CHUNK", 7)
+    rep = import_paths(store, [path])
+    assert rep.complete and rep.turns_added == 30 and not rep.problems
+    assert len(writes) == 2  # no spill tried after the one refused
+    db = Sources(store)._db()
+    assert db is not None
+    assert db.execute("SELECT * FROM turns ORDER BY seq").fetchall() == want
+
+
 def test_a_session_moved_during_an_import_keeps_both(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -398,8 +446,8 @@ def test_a_source_table_from_before_raw_lines_gains_the_column(
         "end_line": 9,
         "offset": 120,
     }
-    rw.record_turns(
-        [("new", {"format": "codex", "file": "/g.jsonl", "line": 2, "lines": [[1, 3]]})]
+    rw.record_rows(
+        [source_row("new", {"format": "codex", "file": "/g.jsonl", "line": 2, "lines": [[1, 3]]})]
     )
     assert rw.where("new")["lines"] == [1, 2, 3]
     rw.close()
@@ -413,7 +461,7 @@ def test_source_rows_are_written_beside_another_writer(store: Store, tmp_path: P
     import sqlite3
 
     sources = Sources(store)
-    sources.record_turns([("a" * 64, {"file": "/s/a.jsonl", "format": "claude-code"})])
+    sources.record_rows([source_row("a" * 64, {"file": "/s/a.jsonl", "format": "claude-code"})])
     db = sources._db(write=True)
     assert db is not None
     other = sqlite3.connect(sources.path, timeout=0, isolation_level=None)
@@ -432,7 +480,7 @@ def test_source_rows_are_written_beside_another_writer(store: Store, tmp_path: P
 
     db.set_trace_callback(meanwhile)
     try:
-        sources.record_turns([("c" * 64, {"file": "/s/c.jsonl", "format": "claude-code"})])
+        sources.record_rows([source_row("c" * 64, {"file": "/s/c.jsonl", "format": "claude-code"})])
     finally:
         db.set_trace_callback(None)
         other.close()

@@ -309,7 +309,7 @@ class Importer:
             self.report.turns_purged += 1  # a purge removed it (or a blob of it) for good
             return
         if isinstance(turn.get("source"), dict):
-            self.sources.append((object_id, turn["source"]))
+            self.sources.append(object_id, turn["source"])
         previous = w.turns.get(tid)
         if previous is not None and previous.object == object_id:
             return  # the same turn twice in one import
@@ -517,6 +517,20 @@ def store_paths(
     fills in an answer the transcript does not hold yet)."""
     check_format(fmt)
     imp = Importer(store, command)
+    try:
+        return _store_files(store, imp, paths, fmt, progress, amend)
+    finally:
+        imp.sources.close()  # its spill file, however the import ended
+
+
+def _store_files(
+    store: Store,
+    imp: Importer,
+    paths: Iterable[Path],
+    fmt: str | None,
+    progress: Progress | None,
+    amend: Amend | None,
+) -> ImportReport:
     sources = Sources(store)
     read: list[tuple[Path, str, Resume, int]] = []
     with store.objects.batch() as batch:
@@ -565,10 +579,7 @@ def store_paths(
         imp.commit(batch)
     # beside the objects, once they are committed: where each turn came from,
     # and where each file was read to (so the next import reads only what is new)
-    try:
-        sources.record_turns(imp.sources)
-    finally:
-        imp.sources.close()
+    sources.record_rows(imp.sources)
     for path, f, resume, size in read:
         sources.record_file(path, f, resume, size)
     sources.close()
@@ -646,7 +657,7 @@ def store_record(store: Store, text: str, command: str = "hs record") -> tuple[s
             raise BadInput(imp.report.problems[0].message)
         imp.commit(batch)
     sources = Sources(store)
-    sources.record_turns(imp.sources)
+    sources.record_rows(imp.sources)
     sources.close()
     return turn["turn_id"], imp.report
 

@@ -104,6 +104,25 @@ def _stat(path: Path) -> os.stat_result | None:
         return None
 
 
+#: a row of the ``turns`` table as an import gives it, before its ``seq``:
+#: (object, path, format, line, end_line, byte_offset, raw_lines)
+Row = tuple[str, str, str, Any, Any, Any, str | None]
+
+
+def source_row(object_id: str, src: dict[str, Any]) -> Row:
+    """The table's row for a turn object read from ``src`` (its ``source``)."""
+    lines = src.get("lines")
+    return (
+        object_id,
+        str(src.get("file") or ""),
+        str(src.get("format") or ""),
+        src.get("line"),
+        src.get("end_line"),
+        src.get("offset"),
+        json.dumps(lines) if isinstance(lines, list) else None,
+    )
+
+
 class PendingSources:
     """Where each turn an import read came from, held until the import's
     objects and refs are committed (only then do the rows go into the table).
@@ -111,45 +130,58 @@ class PendingSources:
     A long import holds a bounded number of rows in memory: every ``CHUNK``
     rows go, as one line of JSON, to an unnamed temporary file beside the
     table (gone with the process, however it ends), and iterating gives every
-    row in the order added."""
+    row in the order added. A spill that cannot be written (a full disk) is
+    taken back whole and the rows stay in memory from then on: the table
+    only says where turns came from, and the import must not fail for it."""
 
     CHUNK = 20_000
 
     def __init__(self, folder: Path) -> None:
         self._folder = folder
-        self._rows: list[tuple[str, dict[str, Any]]] = []
+        self._rows: list[Row] = []
         self._file: Any = None
         self._count = 0
+        self._spills = True
 
     @classmethod
     def of(cls, store: Store) -> PendingSources:
         return cls(store.root / "local")
 
-    def append(self, row: tuple[str, dict[str, Any]]) -> None:
-        self._rows.append(row)
+    def append(self, object_id: str, src: dict[str, Any]) -> None:
+        self._rows.append(source_row(object_id, src))
         self._count += 1
-        if len(self._rows) >= self.CHUNK:
+        if self._spills and len(self._rows) >= self.CHUNK:
             self._spill()
 
     def _spill(self) -> None:
-        if self._file is None:
-            import tempfile
+        line = json.dumps(self._rows).encode("utf-8") + b"\n"
+        at = None
+        try:
+            if self._file is None:
+                import tempfile
 
-            fsutil.make_dirs(self._folder)
-            # closed by close(), or with the process
-            self._file = tempfile.TemporaryFile(dir=self._folder, prefix="import-sources-")  # noqa: SIM115
-        self._file.write(json.dumps(self._rows).encode("utf-8") + b"\n")
+                fsutil.make_dirs(self._folder)
+                # closed by close(), or with the process
+                self._file = tempfile.TemporaryFile(dir=self._folder, prefix="import-sources-")  # noqa: SIM115
+            at = self._file.seek(0, os.SEEK_END)
+            self._file.write(line)
+            self._file.flush()
+        except OSError:
+            self._spills = False  # kept in memory from now on
+            if at is not None:
+                with contextlib.suppress(OSError):
+                    self._file.truncate(at)
+            return
         self._rows = []
 
     def __len__(self) -> int:
         return self._count
 
-    def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
+    def __iter__(self) -> Iterator[Row]:
         if self._file is not None:
             self._file.seek(0)
             for line in self._file:
-                yield from ((object_id, src) for object_id, src in json.loads(line))
-            self._file.seek(0, os.SEEK_END)
+                yield from (tuple(row) for row in json.loads(line))
         yield from self._rows
 
     def close(self) -> None:
@@ -293,8 +325,9 @@ class Sources:
 
     # ------------------------------------------------------------ turns
 
-    def record_turns(self, rows: Iterable[tuple[str, dict[str, Any]]]) -> None:
-        """(turn object id, source) for each turn an import read."""
+    def record_rows(self, rows: Iterable[Row]) -> None:
+        """Rows (:func:`source_row`) in the order read, numbered after every
+        row the table holds, in one transaction."""
         rows = iter(rows)
         first = next(rows, None)
         if first is None:
@@ -304,23 +337,12 @@ class Sources:
             return
         with self._transaction(db):
             seq = db.execute("SELECT coalesce(max(seq), 0) FROM turns").fetchone()[0]
-            for i, (object_id, src) in enumerate(itertools.chain([first], rows), seq + 1):
-                lines = src.get("lines")
-                db.execute(
-                    "INSERT OR REPLACE INTO turns"
-                    " (object, path, format, line, end_line, byte_offset, seq, raw_lines)"
-                    " VALUES (?,?,?,?,?,?,?,?)",
-                    (
-                        object_id,
-                        str(src.get("file") or ""),
-                        str(src.get("format") or ""),
-                        src.get("line"),
-                        src.get("end_line"),
-                        src.get("offset"),
-                        i,
-                        json.dumps(lines) if isinstance(lines, list) else None,
-                    ),
-                )
+            db.executemany(
+                "INSERT OR REPLACE INTO turns"
+                " (object, path, format, line, end_line, byte_offset, raw_lines, seq)"
+                " VALUES (?,?,?,?,?,?,?,?)",
+                ((*row, i) for i, row in enumerate(itertools.chain([first], rows), seq + 1)),
+            )
 
     def of(self, object_id: str) -> dict[str, Any] | None:
         """Where a turn object was read from last: {format, file, line,

@@ -38,7 +38,7 @@ from typing import Any
 import filelock
 
 from histstore.errors import BadInput, CorruptObject, CorruptStore, HistError, NotFound
-from histstore.history.sources import Sources
+from histstore.history.sources import PendingSources, Sources
 from histstore.memory.folders import BASE_DIR
 from histstore.store import upgrading
 from histstore.store.codec import canonical_json, decode_json, is_object_id
@@ -166,7 +166,8 @@ class _Builder:
         self.old_refs = RefStore(root)
         self.new_root = root / upgrading.UPGRADE_DIR / upgrading.NEW
         self.ids: dict[str, str] = {}  # old object id -> new
-        self.sources: list[tuple[str, dict[str, Any]]] = []
+        #: where each turn came from, for the new store's source table
+        self.sources = PendingSources(self.new_root / "local")
         self.batch: Batch | None = None
         self.new: Store | None = None
 
@@ -214,7 +215,7 @@ class _Builder:
         new = self._put("turn", d)
         self.ids[object_id] = new
         if isinstance(source, dict):
-            self.sources.append((new, source))
+            self.sources.append(new, source)
         self.report.turns += 1
         self._projects[new] = d.get("project")
         return new
@@ -405,8 +406,9 @@ class _Builder:
         write_views(self.new)
         if self.sources:
             src = Sources(self.new)
-            src.record_turns(self.sources)
+            src.record_rows(self.sources)
             src.close()
+        self.sources.close()
         (new_root / "index").mkdir(exist_ok=True)  # rebuilt from the new ids on first use
         upgrading.write_map(new_root / upgrading.MAP_DIR, self.ids.items(), ops)
         self.report.sessions = sum(1 for n in new_refs if n.startswith("sessions/"))

@@ -209,6 +209,8 @@ class RecallIndex:
 
     def _build(self) -> int:
         """Build and publish a new generation; returns the documents it holds."""
+        import shutil  # a build alone removes what it left (with zlib, bz2, lzma)
+
         engine, replay = load_engine(), load_replay()
         n = self.gens.next_number()
         tmp = self.gens.scratch(n)
@@ -231,8 +233,6 @@ class RecallIndex:
                 with contextlib.suppress(Exception):
                     w.abandon()
                 w = None
-            import shutil  # a build alone removes what it left (with zlib, bz2, lzma)
-
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         meta = {

@@ -70,6 +70,7 @@ def timed_process(argv: list[str], cwd: Path, stdin: bytes | None = None) -> tup
         check=False,
     )
     err = proc.stderr.decode(errors="replace")
+    assert proc.returncode == 0 or usage.exists(), err[-2000:]  # the command never started
     ru = json.loads(usage.read_text())
     usage.unlink()
     assert ru["code"] == 0, err[-2000:]

@@ -51,7 +51,7 @@ elif point == "before-log":
 elif point == "after-log":
     after(refs, "append_line")
 elif point == "before-sources":
-    before(sources.Sources, "record_turns")
+    before(sources.Sources, "record_rows")
 elif point == "before-unspool":
     before(journal.Journal, "done")
 elif point == "before-refresh":
