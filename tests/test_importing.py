@@ -340,8 +340,8 @@ def test_a_spill_the_disk_refuses_keeps_the_rows_in_memory(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A full disk half-way through a spill must neither lose the import nor
-    leave half a line for the rows read back: the half is taken back, the
-    rows stay in memory from then on, and the table ends as it would have."""
+    have half a line read back: the rows stay in memory from then on, and
+    the table ends as it would have."""
     import errno
     import tempfile
 

@@ -131,8 +131,9 @@ class PendingSources:
     rows go, as one line of JSON, to an unnamed temporary file beside the
     table (gone with the process, however it ends), and iterating gives every
     row in the order added. A spill that cannot be written (a full disk) is
-    taken back whole and the rows stay in memory from then on: the table
-    only says where turns came from, and the import must not fail for it."""
+    never read back, whatever part of it reached the file, and the rows stay
+    in memory from then on: the table only says where turns came from, and
+    the import must not fail for it."""
 
     CHUNK = 20_000
 
@@ -142,6 +143,8 @@ class PendingSources:
         self._file: Any = None
         self._count = 0
         self._spills = True
+        #: where the last whole spill ends: nothing after it is read back
+        self._end = 0
 
     @classmethod
     def of(cls, store: Store) -> PendingSources:
@@ -155,7 +158,6 @@ class PendingSources:
 
     def _spill(self) -> None:
         line = json.dumps(self._rows).encode("utf-8") + b"\n"
-        at = None
         try:
             if self._file is None:
                 import tempfile
@@ -163,15 +165,13 @@ class PendingSources:
                 fsutil.make_dirs(self._folder)
                 # closed by close(), or with the process
                 self._file = tempfile.TemporaryFile(dir=self._folder, prefix="import-sources-")  # noqa: SIM115
-            at = self._file.seek(0, os.SEEK_END)
+            self._file.seek(self._end)
             self._file.write(line)
             self._file.flush()
         except OSError:
             self._spills = False  # kept in memory from now on
-            if at is not None:
-                with contextlib.suppress(OSError):
-                    self._file.truncate(at)
             return
+        self._end += len(line)
         self._rows = []
 
     def __len__(self) -> int:
@@ -180,7 +180,12 @@ class PendingSources:
     def __iter__(self) -> Iterator[Row]:
         if self._file is not None:
             self._file.seek(0)
-            for line in self._file:
+            left = self._end
+            while left > 0:
+                line = self._file.readline()
+                if not line:
+                    break  # (cannot happen: the file is this object's alone)
+                left -= len(line)
                 yield from (tuple(row) for row in json.loads(line))
         yield from self._rows
 
