@@ -171,35 +171,53 @@ def test_the_parse_of_each_command() -> None:
     )
 
 
+#: the prefix of a child script that runs ``hs`` in-process, each command
+#: exiting 0: ``run('status')`` (the child's modules and collector are then
+#: what a process of that command has)
+RUN_MAIN = (
+    "import sys\n"
+    "from histstore.porcelain.entry import main\n"
+    "def run(*argv):\n"
+    "    sys.argv = ['hs', *argv]\n"
+    "    try:\n"
+    "        main()\n"
+    "    except SystemExit as e:\n"
+    "        assert e.code == 0, (argv, e.code)\n"
+)
+
+
+def run_child(code: str) -> str:
+    """Run a child script (after RUN_MAIN); its stdout, once it exited 0 and said nothing on stderr."""
+    r = subprocess.run(
+        [sys.executable, "-c", RUN_MAIN + code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    return r.stdout
+
+
 def test_the_quick_commands_as_a_process_never_load_typer_or_inspect(filled: Path) -> None:
     """What the quick path is for: the start-up of typer and the app; and of
     inspect (with ast, dis, tokenize), which dataclasses imports and runs only
     for a class without a docstring (porcelain/entry.py, and
     tests/test_layers.py for the docstrings)."""
-    code = (
-        "import sys\n"
-        "from histstore.porcelain.entry import main\n"
+    out = run_child(
         "for argv in (['log', '--oneline'], ['show', 'turn-0001'], ['status'],\n"
         "             ['recall', '--everywhere', 'login_user']):\n"
-        "    sys.argv = ['hs', *argv]\n"
-        "    try:\n"
-        "        main()\n"
-        "    except SystemExit as e:\n"
-        "        assert e.code == 0, (argv, e.code)\n"
+        "    run(*argv)\n"
         "assert 'typer' not in sys.modules, 'typer was loaded'\n"
         "assert sys.version_info >= (3, 12) or 'dis' not in sys.modules, 'inspect was run'\n"
         "import dataclasses, inspect\n"
         "assert dataclasses.inspect.signature is inspect.signature  # the real one, once used\n"
     )
-    r = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert r.returncode == 0 and r.stderr == "", r.stderr
     # what each printed: the log (four turns, one forgotten: all five named), the turn
     # shown, the status, the hit
-    assert sum("turn-000" in line for line in r.stdout.splitlines()[:5]) == 5
-    assert "turn turn-0001" in r.stdout and "sessions:" in r.stdout
-    assert "in the prompt: login_user expiry" in r.stdout
+    assert sum("turn-000" in line for line in out.splitlines()[:5]) == 5
+    assert "turn turn-0001" in out and "sessions:" in out
+    assert "in the prompt: login_user expiry" in out
 
 
 def test_a_quick_command_sets_the_collector_for_a_short_process(filled: Path) -> None:
@@ -207,27 +225,17 @@ def test_a_quick_command_sets_the_collector_for_a_short_process(filled: Path) ->
     first threshold raised (its start-up collects nothing) and freezes what
     it holds once done (the exit passes over none of it); a command the full
     CLI runs gets the collector as it was, nothing frozen."""
-    code = (
-        "import gc, sys\n"
-        "from histstore.porcelain.entry import QUICK_GC_THRESHOLD, main\n"
+    out = run_child(
+        "import gc\n"
+        "from histstore.porcelain.entry import QUICK_GC_THRESHOLD\n"
         "before = gc.get_threshold()\n"
-        "def run(*argv):\n"
-        "    sys.argv = ['hs', *argv]\n"
-        "    try:\n"
-        "        main()\n"
-        "    except SystemExit as e:\n"
-        "        assert e.code == 0, (argv, e.code)\n"
         "run('status', '--help')  # the full CLI\n"
         "assert gc.get_threshold() == before and gc.get_freeze_count() == 0\n"
         "run('status')\n"
         "assert gc.get_threshold() == (QUICK_GC_THRESHOLD, *before[1:]), gc.get_threshold()\n"
         "assert gc.isenabled() and gc.get_freeze_count() > 0\n"
     )
-    r = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert r.returncode == 0 and r.stderr == "", r.stderr
-    assert "sessions:" in r.stdout  # the status was printed
+    assert "sessions:" in out  # the status was printed
 
 
 def test_the_specs_field_types_are_no_strings_to_compile() -> None:
@@ -243,22 +251,14 @@ def test_hs_recall_as_a_process_loads_only_what_a_search_needs(filled: Path) -> 
     --agent is checked against it) and shutil (with zlib, bz2, lzma: only
     index writers remove)."""
     code = (
-        "import sys\n"
-        "from histstore.porcelain.entry import main\n"
-        "sys.argv = ['hs', 'recall', '--everywhere', 'login_user']\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit as e:\n"
-        "    assert e.code == 0, e.code\n"
+        "run('recall', '--everywhere', 'login_user')\n"
         "unwanted = ('sqlite3', 'shutil', 'histstore.history.summary')\n"
         "print(sorted(set(unwanted) & set(sys.modules)))\n"
     )
-    argv = [sys.executable, "-c", code]
-    subprocess.run(argv, capture_output=True, timeout=60, check=True)  # the index caught up
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
-    assert r.returncode == 0 and r.stderr == "", r.stderr
-    assert "in the prompt: login_user expiry" in r.stdout
-    assert r.stdout.splitlines()[-1] == "[]", r.stdout
+    run_child(code)  # the index caught up
+    out = run_child(code)
+    assert "in the prompt: login_user expiry" in out
+    assert out.splitlines()[-1] == "[]", out
 
 
 def test_json_reaches_a_stdout_that_cannot_encode_it(filled: Path, hs: HS) -> None:

@@ -141,7 +141,6 @@ class PendingSources:
         self._folder = folder
         self._rows: list[Row] = []
         self._file: Any = None
-        self._count = 0
         self._spills = True
         #: where the last whole spill ends: nothing after it is read back
         self._end = 0
@@ -152,7 +151,6 @@ class PendingSources:
 
     def append(self, object_id: str, src: dict[str, Any]) -> None:
         self._rows.append(source_row(object_id, src))
-        self._count += 1
         if self._spills and len(self._rows) >= self.CHUNK:
             self._spill()
 
@@ -173,9 +171,6 @@ class PendingSources:
             return
         self._end += len(line)
         self._rows = []
-
-    def __len__(self) -> int:
-        return self._count
 
     def __iter__(self) -> Iterator[Row]:
         if self._file is not None:

@@ -404,10 +404,9 @@ class _Builder:
         ops = self._write_log(log, renamed)
         self._write_bases(bases)
         write_views(self.new)
-        if self.sources:
-            src = Sources(self.new)
-            src.record_rows(self.sources)
-            src.close()
+        src = Sources(self.new)  # (its file is made only if a turn said where it came from)
+        src.record_rows(self.sources)
+        src.close()
         self.sources.close()
         (new_root / "index").mkdir(exist_ok=True)  # rebuilt from the new ids on first use
         upgrading.write_map(new_root / upgrading.MAP_DIR, self.ids.items(), ops)
